@@ -1,0 +1,739 @@
+//! The capability map (seed step 1, SPEC R1): what each tool provides, which other tools can
+//! stand in for it (with the method used and the degradation accepted), and the manual
+//! fallback when none can.
+//!
+//! A map is plain data. It can be written as a `static` (the `#[toolbox]` macro does that),
+//! built at run time with [`ToolSpec::new`], or loaded with serde in the seed's YAML shape
+//! (`capability_map: [ { tool, provides, alternatives: [ { tool, method, degradation } ],
+//! fallback } ]`). [`CapabilityMap::validate`] checks it (R1.4) and returns every problem at
+//! once as an error value; nothing here panics on bad input.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// Text that is `'static` in a generated map and owned in a map built or loaded at run time.
+pub type Text = Cow<'static, str>;
+
+/// The text shown for an alternative whose degradation was not given (R1.2).
+pub const UNKNOWN_DEGRADATION: &str = "unknown — test before relying on this route";
+
+/// How much of a tool's capability an alternative loses (R1.5). Routing tries `Low` before
+/// `High`; `Unknown` counts as `High`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// A similar capability: note the degradation and go on.
+    Low,
+    /// A significant loss: say explicitly what the result lacks.
+    High,
+    /// Not known: treated as `High` until tested.
+    Unknown,
+}
+
+impl Severity {
+    /// Whether routing ranks this severity with the high ones (`High` and `Unknown`).
+    pub const fn is_high(self) -> bool {
+        !matches!(self, Severity::Low)
+    }
+
+    /// The severity's name: `low`, `high` or `unknown`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Severity::Low => "low",
+            Severity::High => "high",
+            Severity::Unknown => "unknown",
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What an alternative route loses, with its [`Severity`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Degradation {
+    text: Option<Text>,
+    severity: Severity,
+}
+
+impl Degradation {
+    /// A low degradation: a similar capability with `text` lost.
+    pub const fn low_static(text: &'static str) -> Self {
+        Degradation {
+            text: Some(Cow::Borrowed(text)),
+            severity: Severity::Low,
+        }
+    }
+
+    /// A high degradation: a significant loss of capability.
+    pub const fn high_static(text: &'static str) -> Self {
+        Degradation {
+            text: Some(Cow::Borrowed(text)),
+            severity: Severity::High,
+        }
+    }
+
+    /// A low degradation from any text.
+    pub fn low(text: impl Into<Text>) -> Self {
+        Degradation {
+            text: Some(text.into()),
+            severity: Severity::Low,
+        }
+    }
+
+    /// A high degradation from any text.
+    pub fn high(text: impl Into<Text>) -> Self {
+        Degradation {
+            text: Some(text.into()),
+            severity: Severity::High,
+        }
+    }
+
+    /// A degradation nobody has measured yet (R1.2): rendered as
+    /// [`UNKNOWN_DEGRADATION`], ranked as high.
+    pub const fn unknown() -> Self {
+        Degradation {
+            text: None,
+            severity: Severity::Unknown,
+        }
+    }
+
+    /// The severity routing uses.
+    pub const fn severity(&self) -> Severity {
+        self.severity
+    }
+
+    /// The declared text, if any.
+    pub fn text(&self) -> Option<&str> {
+        self.text.as_deref()
+    }
+}
+
+impl fmt::Display for Degradation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.text.as_deref().unwrap_or(UNKNOWN_DEGRADATION))
+    }
+}
+
+/// One alternative of a tool: the other tool, how it is used, and what is lost (R1.1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "AlternativeWire", into = "AlternativeWire")]
+pub struct AlternativeSpec {
+    tool: Text,
+    method: Text,
+    degradation: Degradation,
+}
+
+impl AlternativeSpec {
+    /// An alternative through `tool`, in a `const` context (generated maps).
+    pub const fn new_static(
+        tool: &'static str,
+        method: &'static str,
+        degradation: Degradation,
+    ) -> Self {
+        AlternativeSpec {
+            tool: Cow::Borrowed(tool),
+            method: Cow::Borrowed(method),
+            degradation,
+        }
+    }
+
+    /// An alternative through `tool` with an unknown degradation; set the rest with
+    /// [`method`](Self::method) and [`degradation`](Self::degradation).
+    pub fn new(tool: impl Into<Text>) -> Self {
+        AlternativeSpec {
+            tool: tool.into(),
+            method: Cow::Borrowed(""),
+            degradation: Degradation::unknown(),
+        }
+    }
+
+    /// Sets how the alternative tool is used to reach the goal.
+    #[must_use]
+    pub fn method(mut self, method: impl Into<Text>) -> Self {
+        self.method = method.into();
+        self
+    }
+
+    /// Sets what is lost by taking this route.
+    #[must_use]
+    pub fn degradation(mut self, degradation: Degradation) -> Self {
+        self.degradation = degradation;
+        self
+    }
+
+    /// The alternative tool's name.
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    /// How the alternative tool is used.
+    pub fn method_text(&self) -> &str {
+        &self.method
+    }
+
+    /// What this route loses.
+    pub fn degradation_ref(&self) -> &Degradation {
+        &self.degradation
+    }
+}
+
+/// The serde shape of an alternative: the seed's `{ tool, method, degradation }`, plus an
+/// optional `severity` (absent means `low` when a degradation is given, `unknown` otherwise).
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AlternativeWire {
+    tool: Text,
+    #[serde(default)]
+    method: Text,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    degradation: Option<Text>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    severity: Option<Severity>,
+}
+
+impl From<AlternativeWire> for AlternativeSpec {
+    fn from(wire: AlternativeWire) -> Self {
+        let severity = match (&wire.degradation, wire.severity) {
+            (None, _) => Severity::Unknown,
+            (Some(_), Some(severity)) => severity,
+            (Some(_), None) => Severity::Low,
+        };
+        AlternativeSpec {
+            tool: wire.tool,
+            method: wire.method,
+            degradation: Degradation {
+                text: wire.degradation,
+                severity,
+            },
+        }
+    }
+}
+
+impl From<AlternativeSpec> for AlternativeWire {
+    fn from(spec: AlternativeSpec) -> Self {
+        let severity = match spec.degradation.severity {
+            Severity::Low | Severity::Unknown => None,
+            Severity::High => Some(Severity::High),
+        };
+        AlternativeWire {
+            tool: spec.tool,
+            method: spec.method,
+            degradation: spec.degradation.text,
+            severity,
+        }
+    }
+}
+
+/// One tool of the map (R1.1): name, what it provides, alternatives, fallback, and optional
+/// per-tool policy overrides (R2.2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSpec {
+    #[serde(rename = "tool")]
+    name: Text,
+    #[serde(default)]
+    provides: Text,
+    #[serde(default)]
+    alternatives: Cow<'static, [AlternativeSpec]>,
+    #[serde(default)]
+    fallback: Text,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    threshold: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    probe_every: Option<u32>,
+}
+
+impl ToolSpec {
+    /// A tool in a `const` context (generated maps).
+    pub const fn new_static(
+        name: &'static str,
+        provides: &'static str,
+        alternatives: &'static [AlternativeSpec],
+        fallback: &'static str,
+        threshold: Option<u32>,
+        probe_every: Option<u32>,
+    ) -> Self {
+        ToolSpec {
+            name: Cow::Borrowed(name),
+            provides: Cow::Borrowed(provides),
+            alternatives: Cow::Borrowed(alternatives),
+            fallback: Cow::Borrowed(fallback),
+            threshold,
+            probe_every,
+        }
+    }
+
+    /// A tool named `name`; set the rest with the builder methods. Until
+    /// [`provides`](Self::provides) and [`fallback`](Self::fallback) are set, validation
+    /// reports them missing.
+    pub fn new(name: impl Into<Text>) -> Self {
+        ToolSpec {
+            name: name.into(),
+            provides: Cow::Borrowed(""),
+            alternatives: Cow::Borrowed(&[]),
+            fallback: Cow::Borrowed(""),
+            threshold: None,
+            probe_every: None,
+        }
+    }
+
+    /// The spec given to a tool met for the first time at run time (R2.4): it provides an
+    /// unknown capability, has no alternatives and falls back to reporting the gap.
+    pub fn discovered(name: impl Into<Text>) -> Self {
+        ToolSpec::new(name)
+            .provides("capability discovered at run time")
+            .fallback("report that this tool could not be used and what it was needed for")
+    }
+
+    /// Sets what the tool provides (one line).
+    #[must_use]
+    pub fn provides(mut self, provides: impl Into<Text>) -> Self {
+        self.provides = provides.into();
+        self
+    }
+
+    /// Adds an alternative.
+    #[must_use]
+    pub fn alternative(mut self, alternative: AlternativeSpec) -> Self {
+        self.alternatives.to_mut().push(alternative);
+        self
+    }
+
+    /// Sets the manual fallback.
+    #[must_use]
+    pub fn fallback(mut self, fallback: impl Into<Text>) -> Self {
+        self.fallback = fallback.into();
+        self
+    }
+
+    /// Overrides the policy's failure threshold for this tool.
+    #[must_use]
+    pub fn threshold(mut self, threshold: u32) -> Self {
+        self.threshold = Some(threshold);
+        self
+    }
+
+    /// Overrides the policy's probe interval for this tool.
+    #[must_use]
+    pub fn probe_every(mut self, probe_every: u32) -> Self {
+        self.probe_every = Some(probe_every);
+        self
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What the tool provides.
+    pub fn provides_text(&self) -> &str {
+        &self.provides
+    }
+
+    /// The tool's alternatives, in declaration order.
+    pub fn alternatives(&self) -> &[AlternativeSpec] {
+        &self.alternatives
+    }
+
+    /// The manual fallback.
+    pub fn fallback_text(&self) -> &str {
+        &self.fallback
+    }
+
+    /// The per-tool threshold override, if any.
+    pub fn threshold_override(&self) -> Option<u32> {
+        self.threshold
+    }
+
+    /// The per-tool probe interval override, if any.
+    pub fn probe_every_override(&self) -> Option<u32> {
+        self.probe_every
+    }
+
+    /// Critical: no tool alternative exists (R1.3).
+    pub fn is_critical(&self) -> bool {
+        self.alternatives.is_empty()
+    }
+}
+
+/// The capability map: every tool the agent depends on (R1).
+///
+/// Serializes in the seed's shape, `{ "capability_map": [ ... ] }`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CapabilityMap {
+    #[serde(rename = "capability_map")]
+    tools: Cow<'static, [ToolSpec]>,
+}
+
+impl CapabilityMap {
+    /// A map over a `static` slice of tools (generated maps).
+    pub const fn from_static(tools: &'static [ToolSpec]) -> Self {
+        CapabilityMap {
+            tools: Cow::Borrowed(tools),
+        }
+    }
+
+    /// An empty map, to be filled with [`tool`](Self::tool) or at run time (R2.4).
+    pub fn new() -> Self {
+        CapabilityMap::default()
+    }
+
+    /// Adds a tool.
+    #[must_use]
+    pub fn tool(mut self, spec: ToolSpec) -> Self {
+        self.tools.to_mut().push(spec);
+        self
+    }
+
+    /// The tools, in declaration order.
+    pub fn tools(&self) -> &[ToolSpec] {
+        &self.tools
+    }
+
+    /// The tool named `name`.
+    pub fn get(&self, name: &str) -> Option<&ToolSpec> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// Tools with no tool alternative (R1.3): when they break, only the fallback is left.
+    pub fn critical(&self) -> impl Iterator<Item = &ToolSpec> {
+        self.tools.iter().filter(|t| t.is_critical())
+    }
+
+    /// Tools that another tool can stand in for (R1.3).
+    pub fn substitutable(&self) -> impl Iterator<Item = &ToolSpec> {
+        self.tools.iter().filter(|t| !t.is_critical())
+    }
+
+    /// Checks the map (R1.4) and returns every problem found, in map order.
+    ///
+    /// # Errors
+    /// [`MapErrors`] lists each [`MapError`]: a missing name, `provides` or `fallback`; a
+    /// duplicate tool; an alternative that names no tool of the map (with a suggestion where a
+    /// name is close), names its own tool, or repeats; a per-tool threshold or probe interval
+    /// of zero.
+    pub fn validate(&self) -> Result<(), MapErrors> {
+        let mut errors = Vec::new();
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for (index, tool) in self.tools.iter().enumerate() {
+            if tool.name.trim().is_empty() {
+                errors.push(MapError::EmptyName { index });
+            } else if let Some(&first) = seen.get(&*tool.name) {
+                errors.push(MapError::DuplicateTool {
+                    tool: tool.name.to_string(),
+                    first,
+                    index,
+                });
+            } else {
+                seen.insert(&tool.name, index);
+            }
+        }
+        let names: Vec<&str> = self.tools.iter().map(|t| &*t.name).collect();
+        for (index, tool) in self.tools.iter().enumerate() {
+            check_tool(tool, index, &names, &mut errors);
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(MapErrors(errors))
+        }
+    }
+}
+
+/// Checks one tool against the names of the map it belongs to; pushes every problem.
+pub(crate) fn check_tool(
+    tool: &ToolSpec,
+    index: usize,
+    names: &[&str],
+    errors: &mut Vec<MapError>,
+) {
+    let label = || {
+        if tool.name.trim().is_empty() {
+            format!("#{}", index + 1)
+        } else {
+            tool.name.to_string()
+        }
+    };
+    if tool.provides.trim().is_empty() {
+        errors.push(MapError::MissingProvides { tool: label() });
+    }
+    if tool.fallback.trim().is_empty() {
+        errors.push(MapError::MissingFallback { tool: label() });
+    }
+    if tool.threshold == Some(0) {
+        errors.push(MapError::ZeroThreshold { tool: label() });
+    }
+    if tool.probe_every == Some(0) {
+        errors.push(MapError::ZeroProbeInterval { tool: label() });
+    }
+    let mut listed: Vec<&str> = Vec::new();
+    for alternative in tool.alternatives.iter() {
+        let alt = &*alternative.tool;
+        if alt == &*tool.name {
+            errors.push(MapError::SelfAlternative { tool: label() });
+        } else if !names.contains(&alt) {
+            errors.push(MapError::UnknownAlternative {
+                tool: label(),
+                alternative: alt.to_string(),
+                suggestion: did_you_mean(alt, names.iter().copied()).map(str::to_string),
+            });
+        } else if listed.contains(&alt) {
+            errors.push(MapError::DuplicateAlternative {
+                tool: label(),
+                alternative: alt.to_string(),
+            });
+        }
+        listed.push(alt);
+    }
+}
+
+/// One problem in a capability map (R1.4).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "problem", rename_all = "snake_case")]
+pub enum MapError {
+    /// The tool at `index` (0-based) has an empty name.
+    EmptyName {
+        /// Position in the map, 0-based.
+        index: usize,
+    },
+    /// Two tools share a name.
+    DuplicateTool {
+        /// The repeated name.
+        tool: String,
+        /// Position of the first tool with this name, 0-based.
+        first: usize,
+        /// Position of the repeat, 0-based.
+        index: usize,
+    },
+    /// The tool says nothing about what it provides.
+    MissingProvides {
+        /// The tool.
+        tool: String,
+    },
+    /// The tool has no manual fallback (R1.2: mandatory).
+    MissingFallback {
+        /// The tool.
+        tool: String,
+    },
+    /// An alternative names no tool of the map.
+    UnknownAlternative {
+        /// The tool whose alternative it is.
+        tool: String,
+        /// The name that matches no tool.
+        alternative: String,
+        /// A tool of the map with a close name, if any.
+        suggestion: Option<String>,
+    },
+    /// A tool lists itself as its own alternative.
+    SelfAlternative {
+        /// The tool.
+        tool: String,
+    },
+    /// A tool lists the same alternative twice.
+    DuplicateAlternative {
+        /// The tool.
+        tool: String,
+        /// The repeated alternative.
+        alternative: String,
+    },
+    /// A per-tool failure threshold of zero.
+    ZeroThreshold {
+        /// The tool.
+        tool: String,
+    },
+    /// A per-tool probe interval of zero.
+    ZeroProbeInterval {
+        /// The tool.
+        tool: String,
+    },
+    /// More tools than one expeditor can hold.
+    TooManyTools {
+        /// The most tools an expeditor holds.
+        limit: usize,
+    },
+}
+
+impl fmt::Display for MapError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MapError::EmptyName { index } => write!(f, "tool #{} has an empty name", index + 1),
+            MapError::DuplicateTool { tool, first, index } => write!(
+                f,
+                "tool `{tool}` is declared twice (#{} and #{})",
+                first + 1,
+                index + 1
+            ),
+            MapError::MissingProvides { tool } => {
+                write!(f, "tool `{tool}` does not say what it provides")
+            }
+            MapError::MissingFallback { tool } => write!(
+                f,
+                "tool `{tool}` has no fallback: every tool needs a manual fallback for when it and its alternatives are unavailable"
+            ),
+            MapError::UnknownAlternative {
+                tool,
+                alternative,
+                suggestion,
+            } => {
+                write!(
+                    f,
+                    "tool `{tool}` names `{alternative}` as an alternative, but the map declares no tool `{alternative}`"
+                )?;
+                match suggestion {
+                    Some(s) => write!(f, "; did you mean `{s}`?"),
+                    None => Ok(()),
+                }
+            }
+            MapError::SelfAlternative { tool } => {
+                write!(f, "tool `{tool}` lists itself as its own alternative")
+            }
+            MapError::DuplicateAlternative { tool, alternative } => {
+                write!(f, "tool `{tool}` lists alternative `{alternative}` twice")
+            }
+            MapError::ZeroThreshold { tool } => write!(
+                f,
+                "tool `{tool}` has a failure threshold of 0; the smallest is 1"
+            ),
+            MapError::ZeroProbeInterval { tool } => write!(
+                f,
+                "tool `{tool}` has a probe interval of 0; the smallest is 1"
+            ),
+            MapError::TooManyTools { limit } => {
+                write!(f, "more than {limit} tools in one expeditor")
+            }
+        }
+    }
+}
+
+impl std::error::Error for MapError {}
+
+/// Every problem found in a capability map, in map order (R1.4).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MapErrors(pub Vec<MapError>);
+
+impl MapErrors {
+    /// The problems.
+    pub fn problems(&self) -> &[MapError] {
+        &self.0
+    }
+}
+
+impl fmt::Display for MapErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.0.len();
+        write!(
+            f,
+            "invalid capability map: {n} problem{}",
+            if n == 1 { "" } else { "s" }
+        )?;
+        for problem in &self.0 {
+            write!(f, "\n  - {problem}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for MapErrors {}
+
+/// The closest of `candidates` to `name`, if one is close enough to be a likely typo
+/// (case-insensitive edit distance at most a third of the longer name, and at most 3).
+pub fn did_you_mean<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let wanted = name.to_lowercase();
+    let mut best: Option<(usize, &'a str)> = None;
+    for candidate in candidates {
+        let distance = edit_distance(&wanted, &candidate.to_lowercase());
+        let longest = wanted.chars().count().max(candidate.chars().count());
+        let limit = (longest / 3).clamp(1, 3);
+        if distance <= limit && best.is_none_or(|(d, _)| distance < d) {
+            best = Some((distance, candidate));
+        }
+    }
+    best.map(|(_, candidate)| candidate)
+}
+
+/// Levenshtein distance over chars.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+impl fmt::Display for CapabilityMap {
+    /// The seed's layout (step 1), followed by the critical and substitutable tools (R1.3).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "capability_map:")?;
+        for (i, tool) in self.tools.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            writeln!(f, "  - tool: {}", tool.name)?;
+            writeln!(f, "    provides: {}", tool.provides)?;
+            if tool.alternatives.is_empty() {
+                writeln!(f, "    alternatives: []")?;
+            } else {
+                writeln!(f, "    alternatives:")?;
+                for alt in tool.alternatives.iter() {
+                    writeln!(f, "      - tool: {}", alt.tool)?;
+                    writeln!(f, "        method: \"{}\"", alt.method)?;
+                    match alt.degradation.severity {
+                        Severity::High => {
+                            writeln!(f, "        degradation: high(\"{}\")", alt.degradation)?;
+                        }
+                        Severity::Low | Severity::Unknown => {
+                            writeln!(f, "        degradation: \"{}\"", alt.degradation)?;
+                        }
+                    }
+                }
+            }
+            writeln!(f, "    fallback: \"{}\"", tool.fallback)?;
+        }
+        let list = |f: &mut fmt::Formatter<'_>, tools: Vec<&str>| {
+            if tools.is_empty() {
+                f.write_str("none")
+            } else {
+                f.write_str(&tools.join(", "))
+            }
+        };
+        write!(f, "\nCritical tools (no alternative): ")?;
+        list(f, self.critical().map(ToolSpec::name).collect())?;
+        write!(f, "\nSubstitutable tools: ")?;
+        list(f, self.substitutable().map(ToolSpec::name).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggestions_find_near_names_only() {
+        let names = ["Grep", "Bash", "Read", "Write", "WebSearch"];
+        assert_eq!(did_you_mean("Grpe", names), Some("Grep"));
+        assert_eq!(did_you_mean("bash", names), Some("Bash"));
+        assert_eq!(did_you_mean("WebSerch", names), Some("WebSearch"));
+        assert_eq!(did_you_mean("Edit", names), None);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+}

@@ -1,0 +1,185 @@
+//! Events for every transition (SPEC B4): emitted as `tracing` events (target
+//! `circuit_breaker`) and handed to [`Observer`]s, always after the expeditor's lock is
+//! released, so an observer may call back into the expeditor.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// Something the expeditor did that an operator may want to see or count.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Event {
+    /// CLOSED -> OPEN: the threshold was reached (R3.3).
+    Opened {
+        /// The tool.
+        tool: String,
+        /// Consecutive failures when it opened.
+        consecutive_failures: u32,
+        /// The last error message.
+        message: String,
+    },
+    /// OPEN -> HALF-OPEN: a probe is due and was granted (R3.2).
+    HalfOpened {
+        /// The tool.
+        tool: String,
+    },
+    /// HALF-OPEN -> CLOSED: the probe succeeded (R3.2).
+    Closed {
+        /// The tool.
+        tool: String,
+    },
+    /// HALF-OPEN -> OPEN: the probe failed (R3.2).
+    Reopened {
+        /// The tool.
+        tool: String,
+        /// Consecutive failures, the failed probe included.
+        consecutive_failures: u32,
+        /// The probe's error message.
+        message: String,
+    },
+    /// A probe ticket was dropped unrecorded: the half-open slot is free again.
+    ProbeReleased {
+        /// The tool.
+        tool: String,
+    },
+    /// The failure budget is spent: every call pauses until a new cycle (R3.4, R7.3).
+    BudgetExhausted {
+        /// Failures charged.
+        consumed: u32,
+        /// The budget.
+        limit: u32,
+    },
+    /// A new cycle began: budget reset, breaker states kept (R7.4).
+    CycleStarted {
+        /// The new cycle's number.
+        cycle: u64,
+    },
+    /// A tool not in the map got its state on first use (R2.4).
+    ToolDiscovered {
+        /// The tool.
+        tool: String,
+    },
+    /// A saved state was restored (R3.7).
+    Restored {
+        /// Tools in the snapshot.
+        tools: usize,
+        /// The restored step.
+        step: u64,
+    },
+}
+
+impl Event {
+    /// A short machine name: `opened`, `half_opened`, `closed`, ...
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::Opened { .. } => "opened",
+            Event::HalfOpened { .. } => "half_opened",
+            Event::Closed { .. } => "closed",
+            Event::Reopened { .. } => "reopened",
+            Event::ProbeReleased { .. } => "probe_released",
+            Event::BudgetExhausted { .. } => "budget_exhausted",
+            Event::CycleStarted { .. } => "cycle_started",
+            Event::ToolDiscovered { .. } => "tool_discovered",
+            Event::Restored { .. } => "restored",
+        }
+    }
+
+    /// The tool the event is about, if it is about one.
+    pub fn tool(&self) -> Option<&str> {
+        match self {
+            Event::Opened { tool, .. }
+            | Event::HalfOpened { tool }
+            | Event::Closed { tool }
+            | Event::Reopened { tool, .. }
+            | Event::ProbeReleased { tool }
+            | Event::ToolDiscovered { tool } => Some(tool),
+            Event::BudgetExhausted { .. } | Event::CycleStarted { .. } | Event::Restored { .. } => {
+                None
+            }
+        }
+    }
+
+    /// Emits the event through `tracing`: warnings for openings and exhaustion, info for the
+    /// rest.
+    pub(crate) fn trace(&self) {
+        let tool = self.tool().unwrap_or("");
+        match self {
+            Event::Opened { .. } | Event::Reopened { .. } | Event::BudgetExhausted { .. } => {
+                tracing::warn!(target: "circuit_breaker", event = self.kind(), tool, "{self}");
+            }
+            _ => tracing::info!(target: "circuit_breaker", event = self.kind(), tool, "{self}"),
+        }
+    }
+}
+
+fn failures(n: u32) -> &'static str {
+    if n == 1 { "failure" } else { "failures" }
+}
+
+impl fmt::Display for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Event::Opened {
+                tool,
+                consecutive_failures: n,
+                ..
+            } => write!(
+                f,
+                "Circuit OPENED for {tool}: {n} consecutive {}",
+                failures(*n)
+            ),
+            Event::HalfOpened { tool } => {
+                write!(f, "Circuit HALF-OPEN for {tool}: one probe call allowed")
+            }
+            Event::Closed { tool } => write!(f, "Circuit CLOSED for {tool}: probe succeeded"),
+            Event::Reopened {
+                tool,
+                consecutive_failures: n,
+                ..
+            } => write!(
+                f,
+                "Circuit OPENED for {tool}: probe failed, {n} consecutive {}",
+                failures(*n)
+            ),
+            Event::ProbeReleased { tool } => write!(
+                f,
+                "Probe of {tool} cancelled before it finished: half-open slot released"
+            ),
+            Event::BudgetExhausted { consumed, limit } => write!(
+                f,
+                "FAILURE BUDGET EXHAUSTED — PAUSING ({consumed} / {limit} consumed)"
+            ),
+            Event::CycleStarted { cycle } => write!(
+                f,
+                "Cycle {cycle} started: failure budget reset, breaker states kept"
+            ),
+            Event::ToolDiscovered { tool } => {
+                write!(
+                    f,
+                    "Tool {tool} discovered at run time: state initialized CLOSED"
+                )
+            }
+            Event::Restored { tools, step } => {
+                write!(f, "State restored: {tools} tools at step {step}")
+            }
+        }
+    }
+}
+
+/// Receives every [`Event`] (B4), for metrics or logs. Called outside the expeditor's lock,
+/// on the thread that caused the event. Closures `Fn(&Event)` are observers.
+pub trait Observer: Send + Sync + 'static {
+    /// Called once per event, in the order the events happened on this thread.
+    fn on_event(&self, event: &Event);
+}
+
+impl<F> Observer for F
+where
+    F: Fn(&Event) + Send + Sync + 'static,
+{
+    fn on_event(&self, event: &Event) {
+        self(event);
+    }
+}

@@ -1,0 +1,46 @@
+#![doc = include_str!("../../README.md")]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+#![warn(clippy::pedantic)]
+#![allow(clippy::module_name_repetitions, clippy::must_use_candidate)]
+
+//! # Layout
+//!
+//! The modules follow the seed's words. The expeditor decides; it never calls tools:
+//!
+//! - decision layer (no tool API, no tool error type, R8): [`capability`], [`policy`],
+//!   [`breaker`], [`expeditor`], [`route`], [`budget`], [`scope`], [`clock`], [`event`],
+//!   [`report`], [`snapshot`]
+//! - the boundary where the executor turns a tool's error into data: [`failure`]
+
+pub mod breaker;
+pub mod budget;
+pub mod capability;
+pub mod clock;
+pub mod event;
+pub mod expeditor;
+pub mod failure;
+pub mod policy;
+pub mod report;
+pub mod route;
+pub mod scope;
+pub mod snapshot;
+
+pub use breaker::{BreakerRecord, CircuitState, FailureMark, SuccessMark};
+pub use budget::{Budget, BudgetStatus, LedgerEntry};
+pub use capability::{
+    AlternativeSpec, CapabilityMap, Degradation, MapError, MapErrors, Severity, ToolSpec,
+    UNKNOWN_DEGRADATION,
+};
+pub use clock::{ManualClock, SystemClock, Timestamp, WallClock};
+pub use event::{Event, Observer};
+pub use expeditor::{
+    Decision, Expeditor, ExpeditorBuilder, Pause, PauseReason, Recorded, Skip, SkipReason, Ticket,
+    ToolId,
+};
+pub use failure::{Classify, Failure, FailureCategory};
+pub use policy::{Policy, PolicyBuilder, PolicyError, PolicyProblem, ProbeUnit};
+pub use report::{ModelNote, PauseReport, StateRow, StateTable, ToolHealth, WorkLine};
+pub use route::{AlternativeRoute, Route, RouteKind, RouteTaken, Routes};
+pub use scope::{ScopeError, SubTask, Task, WorkStatus};
+pub use snapshot::{RestoreError, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, Snapshot, ToolSnapshot};

@@ -1,0 +1,219 @@
+//! The declared policy (SPEC R2.2): failure threshold, failure budget per cycle, half-open
+//! probe interval. Defaults are the seed's; every value is validated where it is made.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// What the probe interval counts (R2.2: "every 3rd attempt or step after opening").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeUnit {
+    /// Attempts to use the tool since its circuit opened: with `probe_every = 3`, the 1st and
+    /// 2nd attempts are skipped and the 3rd is the probe. The seed's default.
+    #[default]
+    Attempts,
+    /// The agent's steps ([`Expeditor::advance_step`](crate::Expeditor::advance_step)) since
+    /// the circuit opened: with `probe_every = 3`, a circuit opened at step 4 probes from step 7.
+    Steps,
+}
+
+/// Threshold, budget and probe interval, validated (R2.2).
+///
+/// ```
+/// use circuit_breaker::Policy;
+/// let policy = Policy::default();
+/// assert_eq!((policy.threshold(), policy.budget(), policy.probe_every()), (3, 5, 3));
+/// assert!(Policy::builder().threshold(0).budget(0).build().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "PolicyBuilder", into = "PolicyBuilder")]
+pub struct Policy {
+    threshold: u32,
+    budget: u32,
+    probe_every: u32,
+    probe_unit: ProbeUnit,
+}
+
+impl Policy {
+    /// The seed's default threshold: 3 consecutive failures open a circuit.
+    pub const DEFAULT_THRESHOLD: u32 = 3;
+    /// The seed's default budget: 5 failures per cycle, then pause and report.
+    pub const DEFAULT_BUDGET: u32 = 5;
+    /// The seed's default probe interval: every 3rd attempt after opening.
+    pub const DEFAULT_PROBE_EVERY: u32 = 3;
+
+    /// A builder starting from the defaults.
+    pub fn builder() -> PolicyBuilder {
+        PolicyBuilder::default()
+    }
+
+    /// Consecutive failures that open a circuit.
+    pub const fn threshold(&self) -> u32 {
+        self.threshold
+    }
+
+    /// Failures allowed per cycle before the mandatory pause.
+    pub const fn budget(&self) -> u32 {
+        self.budget
+    }
+
+    /// How many attempts or steps after opening a probe is due.
+    pub const fn probe_every(&self) -> u32 {
+        self.probe_every
+    }
+
+    /// What [`probe_every`](Self::probe_every) counts.
+    pub const fn probe_unit(&self) -> ProbeUnit {
+        self.probe_unit
+    }
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            threshold: Self::DEFAULT_THRESHOLD,
+            budget: Self::DEFAULT_BUDGET,
+            probe_every: Self::DEFAULT_PROBE_EVERY,
+            probe_unit: ProbeUnit::Attempts,
+        }
+    }
+}
+
+/// Builds a [`Policy`]; [`build`](Self::build) validates it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PolicyBuilder {
+    threshold: u32,
+    budget: u32,
+    probe_every: u32,
+    probe_unit: ProbeUnit,
+}
+
+impl Default for PolicyBuilder {
+    fn default() -> Self {
+        let p = Policy::default();
+        PolicyBuilder {
+            threshold: p.threshold,
+            budget: p.budget,
+            probe_every: p.probe_every,
+            probe_unit: p.probe_unit,
+        }
+    }
+}
+
+impl PolicyBuilder {
+    /// Consecutive failures that open a circuit (at least 1).
+    #[must_use]
+    pub fn threshold(mut self, threshold: u32) -> Self {
+        self.threshold = threshold;
+        self
+    }
+
+    /// Failures allowed per cycle (at least 1).
+    #[must_use]
+    pub fn budget(mut self, budget: u32) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// Attempts or steps after opening before a probe (at least 1).
+    #[must_use]
+    pub fn probe_every(mut self, probe_every: u32) -> Self {
+        self.probe_every = probe_every;
+        self
+    }
+
+    /// What the probe interval counts.
+    #[must_use]
+    pub fn probe_unit(mut self, unit: ProbeUnit) -> Self {
+        self.probe_unit = unit;
+        self
+    }
+
+    /// Validates and builds the policy.
+    ///
+    /// # Errors
+    /// A [`PolicyError`] listing every value that is zero.
+    pub fn build(self) -> Result<Policy, PolicyError> {
+        let mut problems = Vec::new();
+        if self.threshold == 0 {
+            problems.push(PolicyProblem::ZeroThreshold);
+        }
+        if self.budget == 0 {
+            problems.push(PolicyProblem::ZeroBudget);
+        }
+        if self.probe_every == 0 {
+            problems.push(PolicyProblem::ZeroProbeInterval);
+        }
+        if problems.is_empty() {
+            Ok(Policy {
+                threshold: self.threshold,
+                budget: self.budget,
+                probe_every: self.probe_every,
+                probe_unit: self.probe_unit,
+            })
+        } else {
+            Err(PolicyError(problems))
+        }
+    }
+}
+
+impl From<Policy> for PolicyBuilder {
+    fn from(p: Policy) -> Self {
+        PolicyBuilder {
+            threshold: p.threshold,
+            budget: p.budget,
+            probe_every: p.probe_every,
+            probe_unit: p.probe_unit,
+        }
+    }
+}
+
+impl TryFrom<PolicyBuilder> for Policy {
+    type Error = PolicyError;
+    fn try_from(builder: PolicyBuilder) -> Result<Self, PolicyError> {
+        builder.build()
+    }
+}
+
+/// One invalid policy value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicyProblem {
+    /// A threshold of 0 would open every circuit before any call.
+    ZeroThreshold,
+    /// A budget of 0 would pause before any call.
+    ZeroBudget,
+    /// A probe interval of 0 would probe on the call that just failed.
+    ZeroProbeInterval,
+}
+
+impl fmt::Display for PolicyProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PolicyProblem::ZeroThreshold => "threshold must be at least 1 consecutive failure",
+            PolicyProblem::ZeroBudget => "budget must be at least 1 failure per cycle",
+            PolicyProblem::ZeroProbeInterval => "probe_every must be at least 1",
+        })
+    }
+}
+
+/// Every invalid value of a policy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicyError(pub Vec<PolicyProblem>);
+
+impl fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("invalid policy: ")?;
+        for (i, problem) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            fmt::Display::fmt(problem, f)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for PolicyError {}

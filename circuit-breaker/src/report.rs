@@ -1,0 +1,478 @@
+//! Reports are data first (DESIGN "Reports are data first"): each is a plain serde value with
+//! a `Display` in the seed's exact layout.
+//!
+//! - [`StateTable`]: the circuit breaker state table with the budget line (R2.3).
+//! - [`Budget`](crate::Budget): the budget block with its ledger and status line (R7.1, R7.2).
+//! - [`PauseReport`]: `FAILURE BUDGET EXHAUSTED — PAUSING` with completed and incomplete
+//!   work, tool health, failures and recommendations (R7.3).
+//! - [`ModelNote`]: the short text for a language model (B7).
+
+use std::fmt::{self, Write as _};
+
+use serde::{Deserialize, Serialize};
+
+use crate::breaker::{BreakerRecord, CircuitState, FailureMark, SuccessMark};
+use crate::budget::BudgetStatus;
+use crate::expeditor::{Expeditor, PauseReason, Skip, SkipReason, ToolId};
+use crate::failure::FailureCategory;
+use crate::route::Route;
+use crate::scope::{Task, WorkStatus};
+
+/// One row of the state table (R2.1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateRow {
+    /// The tool.
+    pub tool: String,
+    /// Its circuit's state.
+    pub state: CircuitState,
+    /// Consecutive failures.
+    pub consecutive_failures: u32,
+    /// The last failure: when and what.
+    pub last_failure: Option<FailureMark>,
+    /// The last success.
+    pub last_success: Option<SuccessMark>,
+}
+
+/// The circuit breaker state table followed by `Failure budget: X / Y consumed` (R2.3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateTable {
+    /// One row per tool, in registration order.
+    pub rows: Vec<StateRow>,
+    /// The budget of the current cycle.
+    pub budget: BudgetStatus,
+}
+
+const NONE: &str = "—";
+
+impl fmt::Display for StateTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const HEADERS: [&str; 5] = [
+            "Tool",
+            "State",
+            "Consecutive Fails",
+            "Last Failure",
+            "Last Success",
+        ];
+        // The seed's column widths; a column grows to fit its longest cell.
+        let mut widths = [10, 6, 17, 16, 15];
+        let cells: Vec<[String; 5]> = self
+            .rows
+            .iter()
+            .map(|row| {
+                [
+                    row.tool.clone(),
+                    row.state.as_str().to_owned(),
+                    row.consecutive_failures.to_string(),
+                    row.last_failure.as_ref().map_or_else(
+                        || NONE.to_owned(),
+                        |m| format!("{} {}", m.at, m.failure.message()),
+                    ),
+                    row.last_success
+                        .as_ref()
+                        .map_or_else(|| NONE.to_owned(), |m| m.at.to_string()),
+                ]
+            })
+            .collect();
+        for row in cells
+            .iter()
+            .map(|r| r.each_ref().map(String::as_str))
+            .chain([HEADERS])
+        {
+            for (width, cell) in widths.iter_mut().zip(row) {
+                *width = (*width).max(cell.chars().count());
+            }
+        }
+        let rule = |f: &mut fmt::Formatter<'_>| {
+            f.write_char('+')?;
+            for width in widths {
+                write!(f, "{}+", "-".repeat(width + 2))?;
+            }
+            f.write_char('\n')
+        };
+        let line = |f: &mut fmt::Formatter<'_>, row: [&str; 5]| {
+            f.write_char('|')?;
+            for (width, cell) in widths.iter().zip(row) {
+                let pad = width - cell.chars().count();
+                write!(f, " {cell}{} |", " ".repeat(pad))?;
+            }
+            f.write_char('\n')
+        };
+        writeln!(f, "Circuit Breaker State Table:")?;
+        rule(f)?;
+        line(f, HEADERS)?;
+        rule(f)?;
+        for row in &cells {
+            line(f, row.each_ref().map(String::as_str))?;
+        }
+        rule(f)?;
+        write!(
+            f,
+            "\nFailure budget: {} / {} consumed",
+            self.budget.consumed, self.budget.limit
+        )
+    }
+}
+
+/// One line of completed or incomplete work.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkLine {
+    /// The sub-task's number, from 1.
+    pub number: usize,
+    /// Its title.
+    pub title: String,
+    /// Its progress.
+    pub status: WorkStatus,
+}
+
+/// One tool's health in a pause report: state, failures, a summary of its errors.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolHealth {
+    /// The tool.
+    pub tool: String,
+    /// Its circuit's state.
+    pub state: CircuitState,
+    /// Consecutive failures.
+    pub consecutive_failures: u32,
+    /// The errors of the current run, summarised (`permission/command/timeout`); `None` when
+    /// healthy.
+    pub errors: Option<String>,
+    /// The category all those errors share, if they share one.
+    pub category: Option<FailureCategory>,
+}
+
+impl ToolHealth {
+    /// CLOSED with no consecutive failure.
+    pub fn is_healthy(&self) -> bool {
+        self.state == CircuitState::Closed && self.consecutive_failures == 0
+    }
+
+    fn from_record(tool: &str, record: &BreakerRecord) -> Self {
+        let mut messages: Vec<&str> = Vec::new();
+        for failure in record.recent_failures() {
+            if !messages.contains(&failure.message()) {
+                messages.push(failure.message());
+            }
+        }
+        if messages.is_empty()
+            && record.consecutive_failures() > 0
+            && let Some(mark) = record.last_failure()
+        {
+            messages.push(mark.failure.message());
+        }
+        let errors = match messages.as_slice() {
+            [] => None,
+            [one] => Some((*one).to_owned()),
+            many => {
+                let mut words: Vec<&str> = Vec::new();
+                for word in many.iter().filter_map(|m| m.split_whitespace().next()) {
+                    if !words.contains(&word) {
+                        words.push(word);
+                    }
+                }
+                Some(words.join("/"))
+            }
+        };
+        ToolHealth {
+            tool: tool.to_owned(),
+            state: record.state(),
+            consecutive_failures: record.consecutive_failures(),
+            errors,
+            category: record.common_category(),
+        }
+    }
+}
+
+impl fmt::Display for ToolHealth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {} (", self.tool, self.state)?;
+        match self.consecutive_failures {
+            0 => f.write_str("healthy")?,
+            1 => f.write_str("1 failure")?,
+            n => write!(f, "{n} consecutive failures")?,
+        }
+        if let Some(errors) = &self.errors {
+            write!(f, " — {errors}")?;
+        }
+        f.write_char(')')
+    }
+}
+
+/// The report produced when the agent pauses (R7.3), or on demand as a status report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PauseReport {
+    /// Why the agent paused; `None` for a status report while running.
+    pub paused: Option<PauseReason>,
+    /// Sub-tasks done.
+    pub completed: Vec<WorkLine>,
+    /// Sub-tasks failed or not attempted.
+    pub incomplete: Vec<WorkLine>,
+    /// The tools involved: healthy ones first, then the rest, each in map order.
+    pub tool_health: Vec<ToolHealth>,
+    /// The budget.
+    pub budget: BudgetStatus,
+    /// What to do next, drawn from what failed.
+    pub recommendations: Vec<String>,
+}
+
+impl PauseReport {
+    /// Builds the report from the expeditor's state and the task's progress.
+    pub(crate) fn build(expeditor: &Expeditor, task: &Task) -> Self {
+        let (records, budget, paused) = {
+            let core = expeditor.lock();
+            (core.records.clone(), core.budget.clone(), core.halt)
+        };
+        let named: Vec<&str> = task
+            .subtasks()
+            .iter()
+            .flat_map(|s| s.needs.iter().map(String::as_str))
+            .collect();
+        let failed_this_cycle: Vec<&str> =
+            budget.ledger().iter().map(|e| e.tool.as_str()).collect();
+        let mut health: Vec<ToolHealth> = records
+            .iter()
+            .enumerate()
+            .filter_map(|(i, record)| {
+                let id = ToolId::from_index(u32::try_from(i).ok()?);
+                let name = expeditor.tool_name(id)?;
+                let h = ToolHealth::from_record(name, record);
+                let involved = named.is_empty()
+                    || named.contains(&name)
+                    || failed_this_cycle.contains(&name)
+                    || !h.is_healthy();
+                involved.then_some(h)
+            })
+            .collect();
+        // Stable: healthy tools first, then the others, each group in map order.
+        health.sort_by_key(|h| !h.is_healthy());
+
+        let mut completed = Vec::new();
+        let mut incomplete = Vec::new();
+        for (i, sub) in task.subtasks().iter().enumerate() {
+            let line = WorkLine {
+                number: i + 1,
+                title: sub.title.clone(),
+                status: sub.status.clone(),
+            };
+            match sub.status {
+                WorkStatus::Done => completed.push(line),
+                WorkStatus::Failed { .. } | WorkStatus::NotAttempted => incomplete.push(line),
+            }
+        }
+
+        let mut recommendations: Vec<String> = health
+            .iter()
+            .filter(|h| !h.is_healthy())
+            .map(|h| recommendation(&h.tool, h.category))
+            .collect();
+        let resume = incomplete
+            .iter()
+            .find(|l| l.status == WorkStatus::NotAttempted)
+            .or_else(|| incomplete.first());
+        if let Some(line) = resume {
+            recommendations.push(format!(
+                "Resume from sub-task {} after resolution",
+                line.number
+            ));
+        }
+        PauseReport {
+            paused,
+            completed,
+            incomplete,
+            tool_health: health,
+            budget: budget.status(),
+            recommendations,
+        }
+    }
+}
+
+/// A next step for an unhealthy tool, from the category its failures share.
+fn recommendation(tool: &str, category: Option<FailureCategory>) -> String {
+    match category {
+        Some(FailureCategory::Network) => format!("Check network connectivity for {tool}"),
+        Some(FailureCategory::Permission) => {
+            format!("Check permissions for {tool} — likely permissions issue")
+        }
+        Some(FailureCategory::Filesystem) => {
+            format!("Check the filesystem {tool} uses — likely filesystem issue")
+        }
+        Some(FailureCategory::Timeout) => {
+            format!("Check why {tool} times out — likely an overloaded or hanging dependency")
+        }
+        Some(FailureCategory::NotFound) => {
+            format!("Check that what {tool} needs exists — likely a missing command or resource")
+        }
+        Some(FailureCategory::Other) | None => {
+            format!("Investigate {tool} failures — likely environment issue")
+        }
+    }
+}
+
+impl fmt::Display for PauseReport {
+    /// The seed's layout (R7.3).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.paused {
+            Some(PauseReason::BudgetExhausted { .. }) => {
+                writeln!(f, "FAILURE BUDGET EXHAUSTED — PAUSING")?;
+            }
+            None => writeln!(f, "STATUS REPORT — {}", self.budget)?,
+        }
+        let work = |f: &mut fmt::Formatter<'_>, lines: &[WorkLine]| -> fmt::Result {
+            if lines.is_empty() {
+                return writeln!(f, "  (none)");
+            }
+            for line in lines {
+                write!(f, "  - Sub-task {}: {} (", line.number, line.title)?;
+                match &line.status {
+                    WorkStatus::Done => f.write_str("SUCCESS")?,
+                    WorkStatus::Failed { reason } => write!(f, "FAILED — {reason}")?,
+                    WorkStatus::NotAttempted if self.paused.is_some() => {
+                        f.write_str("NOT ATTEMPTED — paused")?;
+                    }
+                    WorkStatus::NotAttempted => f.write_str("NOT ATTEMPTED")?,
+                }
+                writeln!(f, ")")?;
+            }
+            Ok(())
+        };
+        writeln!(f, "\nCompleted work:")?;
+        work(f, &self.completed)?;
+        writeln!(f, "\nIncomplete work:")?;
+        work(f, &self.incomplete)?;
+        writeln!(f, "\nTool health:")?;
+        for health in &self.tool_health {
+            writeln!(f, "  {health}")?;
+        }
+        write!(
+            f,
+            "\nFailures: {} / {} budget consumed\n",
+            self.budget.consumed, self.budget.limit
+        )?;
+        if !self.recommendations.is_empty() {
+            write!(f, "\nRecommendation:")?;
+            for (i, r) in self.recommendations.iter().enumerate() {
+                write!(f, "\n  {}. {r}", i + 1)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The short text for a language model (B7): the tool that is unavailable, why, and what to
+/// do instead. It never invites the model to call the broken tool again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelNote {
+    /// The tool not to call; `None` when every tool is paused.
+    pub tool: Option<String>,
+    /// Why it must not be called.
+    pub why: String,
+    /// What to do instead.
+    pub instead: String,
+}
+
+impl ModelNote {
+    pub(crate) fn for_skip(skip: &Skip<'_>) -> Self {
+        let name = skip.tool_name();
+        let why = match skip.reason() {
+            SkipReason::UnknownTool => "it is not a tool of this agent".to_owned(),
+            reason => {
+                let record = skip.expeditor().breaker(skip.tool()).unwrap_or_default();
+                let mut why = String::new();
+                if reason == SkipReason::ProbeInFlight {
+                    why.push_str("circuit HALF-OPEN, a recovery check is already running");
+                } else {
+                    let n = record.consecutive_failures();
+                    let _ = write!(
+                        why,
+                        "circuit OPEN after {n} consecutive failure{}",
+                        if n == 1 { "" } else { "s" }
+                    );
+                }
+                if let Some(mark) = record.last_failure() {
+                    let _ = write!(why, " (last error: \"{}\")", mark.failure.message());
+                }
+                why
+            }
+        };
+        let instead = match skip.route() {
+            Route::Alternative(alt) => format!(
+                "use {} — {} (degradation: {}).",
+                alt.name(),
+                alt.method(),
+                alt.degradation()
+            ),
+            Route::Fallback(text) => format!("no other tool can do this — {text}."),
+            Route::ScopeReduction => {
+                "no tool or manual fallback can do this — leave this work out and report it as skipped."
+                    .to_owned()
+            }
+        };
+        ModelNote {
+            tool: Some(name.to_owned()),
+            why,
+            instead,
+        }
+    }
+
+    pub(crate) fn for_pause(reason: PauseReason) -> Self {
+        let why = match reason {
+            PauseReason::BudgetExhausted { consumed, limit } => {
+                format!("failure budget exhausted ({consumed} / {limit} failures this cycle)")
+            }
+        };
+        ModelNote {
+            tool: None,
+            why,
+            instead: "stop and report the completed and incomplete work to the user.".to_owned(),
+        }
+    }
+}
+
+impl fmt::Display for ModelNote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.tool {
+            Some(tool) => write!(
+                f,
+                "{tool} is unavailable: {}. Do not call {tool}. Instead: {}",
+                self.why, self.instead
+            ),
+            None => write!(
+                f,
+                "All tools are paused: {}. Do not call any tool. Instead: {}",
+                self.why, self.instead
+            ),
+        }
+    }
+}
+
+impl Expeditor {
+    /// The state table (R2.3).
+    pub fn state_table(&self) -> StateTable {
+        let core = self.lock();
+        let rows = core
+            .records
+            .iter()
+            .enumerate()
+            .map(|(i, record)| StateRow {
+                tool: u32::try_from(i)
+                    .ok()
+                    .and_then(|i| self.tool_name(ToolId::from_index(i)))
+                    .unwrap_or("?")
+                    .to_owned(),
+                state: record.state(),
+                consecutive_failures: record.consecutive_failures(),
+                last_failure: record.last_failure().cloned(),
+                last_success: record.last_success().copied(),
+            })
+            .collect();
+        StateTable {
+            rows,
+            budget: core.budget.status(),
+        }
+    }
+
+    /// The pause report (R7.3) for `task`: completed and incomplete work from its progress,
+    /// the health of the tools it involves, the budget, and recommendations.
+    pub fn pause_report(&self, task: &Task) -> PauseReport {
+        PauseReport::build(self, task)
+    }
+}

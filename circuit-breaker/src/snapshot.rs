@@ -1,0 +1,278 @@
+//! Save and restore the whole state (SPEC R3.7, B3): breakers, budget, ledger, step. An agent
+//! that runs as separate processes keeps its breakers by saving a [`Snapshot`] with any serde
+//! format and restoring it in the next process.
+//!
+//! Restoring checks the whole snapshot first and changes nothing unless all of it is valid:
+//! never a half-restored state.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::breaker::BreakerRecord;
+use crate::budget::Budget;
+use crate::capability::{MapErrors, ToolSpec, check_tool};
+use crate::event::Event;
+use crate::expeditor::{Core, Expeditor, PauseReason, ToolId};
+
+/// The format tag every snapshot carries.
+pub const SNAPSHOT_FORMAT: &str = "circuit-breaker/snapshot";
+/// The snapshot version this crate writes and reads.
+pub const SNAPSHOT_VERSION: u32 = 1;
+
+/// The saved state of an expeditor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Snapshot {
+    /// Always [`SNAPSHOT_FORMAT`].
+    pub format: String,
+    /// [`SNAPSHOT_VERSION`] when written by this crate.
+    pub version: u32,
+    /// The agent's step.
+    pub step: u64,
+    /// The budget of the current cycle, with its ledger.
+    pub budget: Budget,
+    /// Every tool, in registration order, with its spec and breaker.
+    pub tools: Vec<ToolSnapshot>,
+}
+
+/// One tool in a snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSnapshot {
+    /// The tool's spec, so tools discovered at run time come back too.
+    pub spec: ToolSpec,
+    /// Its breaker.
+    pub breaker: BreakerRecord,
+}
+
+/// Why a snapshot was not restored. Nothing was changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RestoreError {
+    /// Not a circuit-breaker snapshot.
+    Format {
+        /// The format tag found.
+        found: String,
+    },
+    /// A version this crate does not read.
+    Version {
+        /// The version found.
+        found: u32,
+        /// The version this crate reads.
+        supported: u32,
+    },
+    /// The same tool twice.
+    DuplicateTool {
+        /// The tool.
+        tool: String,
+    },
+    /// A breaker that breaks an invariant.
+    Breaker {
+        /// The tool.
+        tool: String,
+        /// What is wrong.
+        problem: &'static str,
+    },
+    /// A budget that breaks an invariant.
+    Budget {
+        /// What is wrong.
+        problem: &'static str,
+    },
+    /// A tool unknown to this expeditor whose spec is invalid.
+    Map(MapErrors),
+}
+
+impl fmt::Display for RestoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("snapshot not restored (state unchanged): ")?;
+        match self {
+            RestoreError::Format { found } => write!(
+                f,
+                "format `{}` is not `{SNAPSHOT_FORMAT}`",
+                found.chars().take(64).collect::<String>()
+            ),
+            RestoreError::Version { found, supported } => {
+                write!(
+                    f,
+                    "version {found} is not supported (this crate reads {supported})"
+                )
+            }
+            RestoreError::DuplicateTool { tool } => write!(f, "tool `{tool}` appears twice"),
+            RestoreError::Breaker { tool, problem } => write!(f, "breaker of `{tool}`: {problem}"),
+            RestoreError::Budget { problem } => write!(f, "budget: {problem}"),
+            RestoreError::Map(errors) => fmt::Display::fmt(errors, f),
+        }
+    }
+}
+
+impl std::error::Error for RestoreError {}
+
+impl Expeditor {
+    /// Replaces every record by the snapshot's (fresh CLOSED for tools it does not name);
+    /// epochs move on so that no ticket issued before the restore matches a record after it.
+    fn apply_records(&self, core: &mut Core, snapshot: &Snapshot) {
+        for record in &mut core.records {
+            let epoch = record.epoch.wrapping_add(1);
+            *record = BreakerRecord {
+                epoch,
+                ..BreakerRecord::default()
+            };
+        }
+        for tool in &snapshot.tools {
+            let Some(&id) = core.names.get(tool.spec.name()) else {
+                continue;
+            };
+            let record = &mut core.records[id.index() as usize];
+            let epoch = record.epoch;
+            *record = BreakerRecord {
+                probe: None,
+                epoch,
+                ..tool.breaker.clone()
+            };
+        }
+        for (i, record) in core.records.iter().enumerate() {
+            if let Some(slot) = u32::try_from(i)
+                .ok()
+                .and_then(|i| self.slot(ToolId::from_index(i)))
+            {
+                slot.hot.sync(record);
+            }
+        }
+    }
+
+    /// The whole state as a serializable value (R3.7). Probes in flight are not saved: a probe
+    /// belongs to the process that issued it, so a restored HALF-OPEN tool has its slot free.
+    pub fn snapshot(&self) -> Snapshot {
+        let core = self.lock();
+        let tools = core
+            .records
+            .iter()
+            .enumerate()
+            .filter_map(|(i, record)| {
+                let slot = self.slot(ToolId::from_index(u32::try_from(i).ok()?))?;
+                Some(ToolSnapshot {
+                    spec: slot.spec.clone(),
+                    breaker: record.clone(),
+                })
+            })
+            .collect();
+        Snapshot {
+            format: SNAPSHOT_FORMAT.to_owned(),
+            version: SNAPSHOT_VERSION,
+            step: self.step(),
+            budget: core.budget.clone(),
+            tools,
+        }
+    }
+
+    /// Restores a saved state (R3.7): every breaker, the budget and ledger, the step. Tools in
+    /// the snapshot that this expeditor does not know are registered with their saved spec;
+    /// known tools keep the spec they have now; known tools absent from the snapshot start
+    /// fresh (CLOSED). If this expeditor's budget differs from the saved one, the ledger is
+    /// charged again against the current budget.
+    ///
+    /// # Errors
+    /// A [`RestoreError`] when any part of the snapshot is invalid; then nothing changes.
+    pub fn restore(&self, snapshot: &Snapshot) -> Result<(), RestoreError> {
+        if snapshot.format != SNAPSHOT_FORMAT {
+            return Err(RestoreError::Format {
+                found: snapshot.format.clone(),
+            });
+        }
+        if snapshot.version != SNAPSHOT_VERSION {
+            return Err(RestoreError::Version {
+                found: snapshot.version,
+                supported: SNAPSHOT_VERSION,
+            });
+        }
+        snapshot
+            .budget
+            .check()
+            .map_err(|problem| RestoreError::Budget { problem })?;
+        let mut seen = HashSet::new();
+        for tool in &snapshot.tools {
+            if !seen.insert(tool.spec.name()) {
+                return Err(RestoreError::DuplicateTool {
+                    tool: tool.spec.name().to_owned(),
+                });
+            }
+            tool.breaker
+                .check()
+                .map_err(|problem| RestoreError::Breaker {
+                    tool: tool.spec.name().to_owned(),
+                    problem,
+                })?;
+        }
+        let mut budget = snapshot.budget.clone();
+        budget.rebase(self.policy().budget());
+        let halt = budget
+            .status()
+            .is_exhausted()
+            .then_some(PauseReason::BudgetExhausted {
+                consumed: budget.consumed,
+                limit: budget.limit,
+            });
+
+        let count = {
+            let mut core = self.lock();
+            // Check the unknown tools' specs against every name they may refer to.
+            let mut names: Vec<&str> = core.names.keys().map(|k| &**k).collect();
+            names.extend(snapshot.tools.iter().map(|t| t.spec.name()));
+            let mut errors = Vec::new();
+            for (index, tool) in snapshot.tools.iter().enumerate() {
+                if !core.names.contains_key(tool.spec.name()) {
+                    if tool.spec.name().trim().is_empty() {
+                        errors.push(crate::MapError::EmptyName { index });
+                    }
+                    check_tool(&tool.spec, index, &names, &mut errors);
+                }
+            }
+            if !errors.is_empty() {
+                return Err(RestoreError::Map(MapErrors(errors)));
+            }
+            // All checked: apply. New tools first, with ids planned ahead so that they may
+            // name each other as alternatives.
+            let new: Vec<&ToolSnapshot> = snapshot
+                .tools
+                .iter()
+                .filter(|t| !core.names.contains_key(t.spec.name()))
+                .collect();
+            let first_new = core.records.len();
+            let planned: HashMap<&str, ToolId> = new
+                .iter()
+                .enumerate()
+                .filter_map(|(k, t)| {
+                    let id = u32::try_from(first_new + k).ok()?;
+                    Some((t.spec.name(), ToolId::from_index(id)))
+                })
+                .collect();
+            for tool in &new {
+                let alternatives: Box<[ToolId]> = tool
+                    .spec
+                    .alternatives()
+                    .iter()
+                    .filter_map(|a| {
+                        core.names
+                            .get(a.tool())
+                            .or_else(|| planned.get(a.tool()))
+                            .copied()
+                    })
+                    .collect();
+                self.push_tool(&mut core, tool.spec.clone(), alternatives);
+            }
+            self.apply_records(&mut core, snapshot);
+            core.budget = budget;
+            core.halt = halt;
+            self.set_halted(halt.is_some());
+            self.set_step(snapshot.step);
+            snapshot.tools.len()
+        };
+        self.emit(&[Event::Restored {
+            tools: count,
+            step: snapshot.step,
+        }]);
+        Ok(())
+    }
+}
