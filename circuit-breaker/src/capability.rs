@@ -662,22 +662,32 @@ pub fn did_you_mean<'a>(
     best.map(|(_, candidate)| candidate)
 }
 
-/// Levenshtein distance over chars.
+/// Edit distance over chars where swapping two neighbours counts as one edit (optimal string
+/// alignment), so `Grpe` is one edit from `Grep`.
 fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1)
-                .min(row[j] + 1)
-                .min(diagonal + usize::from(ca != cb));
-            diagonal = above;
+    let width = b.len() + 1;
+    let mut d = vec![0usize; (a.len() + 1) * width];
+    for (i, cell) in d.iter_mut().step_by(width).enumerate() {
+        *cell = i;
+    }
+    for (j, cell) in d.iter_mut().take(width).enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[(i - 1) * width + j] + 1)
+                .min(d[i * width + j - 1] + 1)
+                .min(d[(i - 1) * width + j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[(i - 2) * width + j - 2] + 1);
+            }
+            d[i * width + j] = best;
         }
     }
-    row[b.len()]
+    d[a.len() * width + b.len()]
 }
 
 impl fmt::Display for CapabilityMap {
@@ -735,5 +745,6 @@ mod tests {
         assert_eq!(did_you_mean("WebSerch", names), Some("WebSearch"));
         assert_eq!(did_you_mean("Edit", names), None);
         assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("grpe", "grep"), 1);
     }
 }
