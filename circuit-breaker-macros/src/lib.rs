@@ -1,9 +1,61 @@
-//! Attribute macros for [`circuit-breaker`](https://docs.rs/circuit-breaker).
+//! Attribute macros for [`circuit-breaker`](https://docs.rs/circuit-breaker): `#[toolbox]` on
+//! an impl block and `#[tool(..)]` on its methods generate, at compile time, the capability
+//! map, the tool enum and a guarded handle that routes every call through the expeditor.
 //!
-//! This crate is the compile-time half of the framework. Users depend on `circuit-breaker`
-//! alone, which re-exports what this crate provides. The `#[toolbox]` and `#[tool]` macros
-//! (parse → check → expand) are being built on top of the runtime's capability map and
-//! expeditor; until they land this crate exports nothing.
+//! Users depend on `circuit-breaker` alone, which re-exports these macros; the grammar and the
+//! generated API are documented there. This crate is split in phases: [`ast`] parses,
+//! [`check`] applies the capability map's rules, [`expand`] generates.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+
+use darling::Error;
+use proc_macro::TokenStream;
+use quote::quote;
+
+mod ast;
+mod check;
+mod expand;
+
+/// Makes an inherent impl block a toolbox: every method marked `#[tool(..)]` becomes a tool
+/// with a circuit breaker. See the `circuit-breaker` crate for the grammar.
+#[proc_macro_attribute]
+pub fn toolbox(args: TokenStream, input: TokenStream) -> TokenStream {
+    let mut errors = Error::accumulator();
+    let Some(toolbox) = ast::parse(args.into(), input.clone().into(), &mut errors) else {
+        let input = proc_macro2::TokenStream::from(input);
+        let errors = errors.finish().err().map(Error::write_errors);
+        return quote!(#input #errors).into();
+    };
+    let checked = check::check(&toolbox, &mut errors);
+    match errors.finish() {
+        Ok(()) => expand::expand(&toolbox, &checked).into(),
+        // The user's impl is still emitted, so one mistake gives one error, not a cascade.
+        Err(errors) => {
+            let item = &toolbox.item;
+            let errors = errors.write_errors();
+            quote!(#item #errors).into()
+        }
+    }
+}
+
+/// Declares a tool inside a `#[toolbox]` impl block. Outside one it is a compile error: the
+/// `#[toolbox]` attribute reads and removes every `#[tool]` of its block.
+#[proc_macro_attribute]
+pub fn tool(_args: TokenStream, input: TokenStream) -> TokenStream {
+    let input = proc_macro2::TokenStream::from(input);
+    let span = input
+        .clone()
+        .into_iter()
+        .next()
+        .map_or_else(proc_macro2::Span::call_site, |t| t.span());
+    let error = Error::custom(
+        "#[tool] only works on a method of an impl block marked #[toolbox]: put #[toolbox] on the impl block",
+    )
+    .with_span(&span)
+    .write_errors();
+    quote!(#input #error).into()
+}
+
+#[cfg(test)]
+mod tests;

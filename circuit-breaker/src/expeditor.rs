@@ -220,6 +220,12 @@ impl ExpeditorBuilder {
         if self.map.tools().len() >= MAX_TOOLS {
             return Err(MapErrors(vec![MapError::TooManyTools { limit: MAX_TOOLS }]));
         }
+        Ok(self.build_checked())
+    }
+
+    /// Builds from a map already checked (a `#[toolbox]` map is checked at compile time).
+    /// Never panics: an alternative naming no tool is simply not routed to.
+    pub(crate) fn build_checked(self) -> Expeditor {
         let expeditor = Expeditor {
             slots: Slots::new(),
             halted: AtomicBool::new(false),
@@ -249,10 +255,12 @@ impl ExpeditorBuilder {
                     .iter()
                     .filter_map(|a| names.get(a.tool()).copied())
                     .collect();
-                expeditor.push_tool(&mut core, spec.clone(), alternatives);
+                if core.records.len() < MAX_TOOLS {
+                    expeditor.push_tool(&mut core, spec.clone(), alternatives);
+                }
             }
         }
-        Ok(expeditor)
+        expeditor
     }
 }
 
@@ -491,7 +499,8 @@ impl Expeditor {
 
     /// Before a call (R3.1): CALL, PROBE, SKIP with its route, or PAUSE.
     #[inline]
-    pub fn decide(&self, tool: ToolId) -> Decision<'_> {
+    pub fn decide(&self, tool: impl Into<ToolId>) -> Decision<'_> {
+        let tool = tool.into();
         if let Some(slot) = self.slots.get(tool.0)
             && slot.hot.is_closed()
             && !self.halted.load(Ordering::Acquire)
@@ -743,8 +752,8 @@ impl Expeditor {
     }
 
     /// The name of a tool.
-    pub fn tool_name(&self, tool: ToolId) -> Option<&str> {
-        self.slot(tool).map(|s| s.spec.name())
+    pub fn tool_name(&self, tool: impl Into<ToolId>) -> Option<&str> {
+        self.slot(tool.into()).map(|s| s.spec.name())
     }
 
     /// Registers a tool found at run time (R2.4, B6), checked like a map entry (R1.4): its
@@ -810,18 +819,19 @@ impl Expeditor {
     }
 
     /// A copy of one tool's breaker (R2.1).
-    pub fn breaker(&self, tool: ToolId) -> Option<BreakerRecord> {
+    pub fn breaker(&self, tool: impl Into<ToolId>) -> Option<BreakerRecord> {
+        let tool = tool.into();
         self.lock().records.get(tool.0 as usize).cloned()
     }
 
     /// The state of one tool, lock-free.
-    pub fn state(&self, tool: ToolId) -> Option<CircuitState> {
-        self.slot(tool).map(|s| s.hot.state())
+    pub fn state(&self, tool: impl Into<ToolId>) -> Option<CircuitState> {
+        self.slot(tool.into()).map(|s| s.hot.state())
     }
 
     /// Tools with no alternative (R1.3).
-    pub fn is_critical(&self, tool: ToolId) -> Option<bool> {
-        self.slot(tool).map(|s| s.spec.is_critical())
+    pub fn is_critical(&self, tool: impl Into<ToolId>) -> Option<bool> {
+        self.slot(tool.into()).map(|s| s.spec.is_critical())
     }
 
     /// The failure budget of this cycle, with its ledger (R7).

@@ -26,6 +26,8 @@ pub mod route;
 pub mod scope;
 pub mod snapshot;
 
+pub use circuit_breaker_macros::{tool, toolbox};
+
 pub use breaker::{BreakerRecord, CircuitState, FailureMark, SuccessMark};
 pub use budget::{Budget, BudgetStatus, LedgerEntry};
 pub use capability::{
@@ -44,3 +46,13 @@ pub use report::{ModelNote, PauseReport, StateRow, StateTable, ToolHealth, WorkL
 pub use route::{AlternativeRoute, Route, RouteKind, RouteTaken, Routes};
 pub use scope::{ScopeError, SubTask, Task, WorkStatus};
 pub use snapshot::{RestoreError, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, Snapshot, ToolSnapshot};
+pub mod executor;
+pub mod toolbox;
+
+pub use executor::{CallError, Plan, Refusal, RefusalReason, Routed, finish, plan, plan_direct};
+pub use toolbox::{ToolSet, UnknownTool};
+
+/// Support for the code `#[toolbox]` generates. Not a public API: it may change in any
+/// release.
+#[doc(hidden)]
+pub mod __private;

@@ -48,6 +48,21 @@ impl Policy {
         PolicyBuilder::default()
     }
 
+    /// A policy from values already checked to be at least 1 (by the `#[toolbox]` macro).
+    pub(crate) const fn from_checked(
+        threshold: u32,
+        budget: u32,
+        probe_every: u32,
+        probe_unit: ProbeUnit,
+    ) -> Self {
+        Policy {
+            threshold,
+            budget,
+            probe_every,
+            probe_unit,
+        }
+    }
+
     /// Consecutive failures that open a circuit.
     pub const fn threshold(&self) -> u32 {
         self.threshold

@@ -371,6 +371,10 @@ pub struct ModelNote {
 
 impl ModelNote {
     pub(crate) fn for_skip(skip: &Skip<'_>) -> Self {
+        Self::for_route(skip, &skip.route())
+    }
+
+    pub(crate) fn for_route(skip: &Skip<'_>, route: &Route<'_>) -> Self {
         let name = skip.tool_name();
         let why = match skip.reason() {
             SkipReason::UnknownTool => "it is not a tool of this agent".to_owned(),
@@ -393,7 +397,7 @@ impl ModelNote {
                 why
             }
         };
-        let instead = match skip.route() {
+        let instead = match route {
             Route::Alternative(alt) => format!(
                 "use {} — {} (degradation: {}).",
                 alt.name(),

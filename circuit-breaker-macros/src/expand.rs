@@ -1,0 +1,388 @@
+//! Expand phase: the tool enum, the capability map as a `static`, and the guarded handle whose
+//! methods mirror the tools (SPEC B2, R4). Generated code names everything through one alias,
+//! `_cb` (the runtime crate, or `crate = path`), and `_cb::__private::core`.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::{FnArg, Ident, ImplItemFn, Path, ReceiverKind, Type};
+
+use crate::ast::{Receiver, Tool, Toolbox};
+use crate::check::Checked;
+
+/// The full expansion: the user's impl, then everything generated.
+pub fn expand(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
+    let item = &toolbox.item;
+    let krate: Path = toolbox
+        .args
+        .krate
+        .clone()
+        .unwrap_or_else(|| syn::parse_quote!(::circuit_breaker));
+    let Some(base) = self_ident(&toolbox.item.self_ty) else {
+        return quote!(#item);
+    };
+    let enum_ident = format_ident!("{}Tool", base);
+    let handle_ident = format_ident!("Guarded{}", base);
+    let self_ty = &toolbox.item.self_ty;
+    let (impl_generics, ty_generics, where_clause) = toolbox.item.generics.split_for_impl();
+    let generics_decl = &toolbox.item.generics.params;
+    let self_doc = base.to_string();
+
+    let variants = &checked.variants;
+    let names: Vec<&str> = toolbox.tools.iter().map(|t| t.name.as_str()).collect();
+    let count = toolbox.tools.len();
+    let variant_docs = toolbox.tools.iter().map(|t| {
+        let provides = t.args.provides.as_deref().map_or("", String::as_str);
+        format!(" `{}`: {provides}", t.name)
+    });
+    let index = (0..count).map(|i| u32::try_from(i).unwrap_or(u32::MAX));
+
+    let map = capability_map(toolbox, checked);
+    let policy = {
+        let p = &checked.policy;
+        let (t, b, e, s) = (p.threshold, p.budget, p.probe_every, p.steps);
+        quote!(_cb::__private::policy(#t, #b, #e, #s))
+    };
+    let methods = toolbox
+        .tools
+        .iter()
+        .enumerate()
+        .map(|(i, tool)| handle_method(toolbox, checked, i, tool, &enum_ident));
+
+    let enum_doc = format!(" The tools of [`{self_doc}`]'s `#[toolbox]`, in capability-map order.");
+    let handle_doc = format!(
+        " [`{self_doc}`] with a circuit breaker on every tool: each method asks the expeditor \
+         first, calls the tool (or an adapter through an alternative) only when allowed, and \
+         records the outcome."
+    );
+
+    quote! {
+        #item
+
+        #[doc = #enum_doc]
+        #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+        pub enum #enum_ident {
+            #(
+                #[doc = #variant_docs]
+                #variants,
+            )*
+        }
+
+        #[doc = #handle_doc]
+        #[allow(private_interfaces)]
+        pub struct #handle_ident<#generics_decl> #where_clause {
+            toolbox: #self_ty,
+            expeditor: #krate::Expeditor,
+        }
+
+        const _: () = {
+            use #krate as _cb;
+            #map
+
+            static __CB_ALL: [#enum_ident; #count] = [#(#enum_ident::#variants),*];
+
+            impl #enum_ident {
+                /// Every tool, in capability-map order.
+                pub const ALL: [Self; #count] = [#(Self::#variants),*];
+
+                /// The tool's name in the capability map.
+                pub const fn name(self) -> &'static str {
+                    match self {
+                        #(Self::#variants => #names,)*
+                    }
+                }
+
+                /// The toolbox's capability map, checked at compile time.
+                pub fn capability_map() -> &'static _cb::CapabilityMap {
+                    &__CB_MAP
+                }
+            }
+
+            impl _cb::ToolSet for #enum_ident {
+                const ALL: &'static [Self] = &__CB_ALL;
+
+                fn name(self) -> &'static str {
+                    #enum_ident::name(self)
+                }
+
+                fn capability_map() -> &'static _cb::CapabilityMap {
+                    &__CB_MAP
+                }
+
+                fn policy() -> _cb::Policy {
+                    #policy
+                }
+            }
+
+            impl _cb::__private::core::convert::From<#enum_ident> for _cb::ToolId {
+                fn from(tool: #enum_ident) -> Self {
+                    _cb::ToolId::from_index(match tool {
+                        #(#enum_ident::#variants => #index,)*
+                    })
+                }
+            }
+
+            impl _cb::__private::core::fmt::Display for #enum_ident {
+                fn fmt(&self, f: &mut _cb::__private::core::fmt::Formatter<'_>) -> _cb::__private::core::fmt::Result {
+                    f.pad(#enum_ident::name(*self))
+                }
+            }
+
+            impl _cb::__private::core::str::FromStr for #enum_ident {
+                type Err = _cb::UnknownTool;
+
+                fn from_str(name: &str) -> _cb::__private::core::result::Result<Self, _cb::UnknownTool> {
+                    <Self as _cb::ToolSet>::from_name(name)
+                }
+            }
+
+            impl _cb::__private::serde::Serialize for #enum_ident {
+                fn serialize<__S: _cb::__private::serde::Serializer>(
+                    &self,
+                    serializer: __S,
+                ) -> _cb::__private::core::result::Result<__S::Ok, __S::Error> {
+                    _cb::__private::serialize_tool(#enum_ident::name(*self), serializer)
+                }
+            }
+
+            impl<'de> _cb::__private::serde::Deserialize<'de> for #enum_ident {
+                fn deserialize<__D: _cb::__private::serde::Deserializer<'de>>(
+                    deserializer: __D,
+                ) -> _cb::__private::core::result::Result<Self, __D::Error> {
+                    _cb::__private::deserialize_tool(deserializer)
+                }
+            }
+
+            #[allow(private_interfaces)]
+            impl #impl_generics #handle_ident #ty_generics #where_clause {
+                /// Wraps the toolbox with a fresh expeditor: the declared policy, every tool
+                /// CLOSED, the system clock.
+                pub fn new(toolbox: #self_ty) -> Self {
+                    Self::with_expeditor(toolbox, |builder| builder)
+                }
+
+                /// Wraps the toolbox with an expeditor configured by `configure`: a clock,
+                /// observers, another policy.
+                pub fn with_expeditor(
+                    toolbox: #self_ty,
+                    configure: impl _cb::__private::core::ops::FnOnce(_cb::ExpeditorBuilder) -> _cb::ExpeditorBuilder,
+                ) -> Self {
+                    let builder = <#enum_ident as _cb::ToolSet>::expeditor_builder();
+                    Self {
+                        toolbox,
+                        expeditor: _cb::__private::expeditor(configure(builder)),
+                    }
+                }
+
+                /// The expeditor: breakers, budget, reports.
+                pub fn expeditor(&self) -> &_cb::Expeditor {
+                    &self.expeditor
+                }
+
+                /// The toolbox itself, unguarded.
+                pub fn toolbox(&self) -> &#self_ty {
+                    &self.toolbox
+                }
+
+                /// The toolbox itself, unguarded and mutable.
+                pub fn toolbox_mut(&mut self) -> &mut #self_ty {
+                    &mut self.toolbox
+                }
+
+                /// The toolbox and its expeditor, apart.
+                pub fn into_parts(self) -> (#self_ty, _cb::Expeditor) {
+                    (self.toolbox, self.expeditor)
+                }
+
+                #(#methods)*
+            }
+        };
+    }
+}
+
+/// The last identifier of the impl's self type: `Workspace` for `Workspace<T>`.
+fn self_ident(ty: &Type) -> Option<Ident> {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => p.path.segments.last().map(|s| s.ident.clone()),
+        Type::Group(g) => self_ident(&g.elem),
+        Type::Paren(p) => self_ident(&p.elem),
+        _ => None,
+    }
+}
+
+/// The capability map as statics: one array of alternatives per tool, the tools, the map.
+fn capability_map(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
+    let mut statics = TokenStream::new();
+    let mut specs = Vec::new();
+    for (i, tool) in toolbox.tools.iter().enumerate() {
+        let alts_ident = format_ident!("__CB_ALTERNATIVES_{}", i);
+        let alternatives = &checked.alternatives[i];
+        let n = alternatives.len();
+        let alts = alternatives.iter().map(|alt| {
+            let target = toolbox.tools[alt.target].name.as_str();
+            let method = alt.method.as_str();
+            let degradation = match &alt.degradation {
+                None => quote!(_cb::__private::Degradation::unknown()),
+                Some(d) if d.high => {
+                    let text = d.text.as_str();
+                    quote!(_cb::__private::Degradation::high_static(#text))
+                }
+                Some(d) => {
+                    let text = d.text.as_str();
+                    quote!(_cb::__private::Degradation::low_static(#text))
+                }
+            };
+            quote!(_cb::__private::AlternativeSpec::new_static(#target, #method, #degradation))
+        });
+        statics.extend(quote! {
+            static #alts_ident: [_cb::__private::AlternativeSpec; #n] = [#(#alts),*];
+        });
+        let name = tool.name.as_str();
+        let provides = tool.args.provides.as_deref().map_or("", String::as_str);
+        let fallback = tool.args.fallback.as_deref().map_or("", String::as_str);
+        let option = |v: Option<u32>| match v {
+            Some(v) => quote!(_cb::__private::core::option::Option::Some(#v)),
+            None => quote!(_cb::__private::core::option::Option::None),
+        };
+        let threshold = option(tool.args.threshold.as_deref().copied());
+        let probe_every = option(tool.args.probe_every.as_deref().copied());
+        specs.push(quote! {
+            _cb::__private::ToolSpec::new_static(#name, #provides, &#alts_ident, #fallback, #threshold, #probe_every)
+        });
+    }
+    let count = specs.len();
+    quote! {
+        #statics
+        static __CB_TOOLS: [_cb::__private::ToolSpec; #count] = [#(#specs),*];
+        static __CB_MAP: _cb::__private::CapabilityMap = _cb::__private::CapabilityMap::from_static(&__CB_TOOLS);
+    }
+}
+
+/// How the handle reaches a method: through `self.toolbox` or as an associated function.
+fn call(toolbox: &Toolbox, receiver: Receiver, method: &Ident, args: &[Ident], is_async: bool, span: Span) -> TokenStream {
+    let self_ty = &toolbox.item.self_ty;
+    let target = match receiver {
+        Receiver::Ref | Receiver::Mut => quote_spanned!(span=> self.toolbox.#method(#(#args),*)),
+        Receiver::None => quote_spanned!(span=> <#self_ty>::#method(#(#args),*)),
+    };
+    if is_async {
+        quote_spanned!(span=> #target.await)
+    } else {
+        target
+    }
+}
+
+/// One method of the guarded handle, mirroring `tool`.
+fn handle_method(toolbox: &Toolbox, checked: &Checked, index: usize, tool: &Tool, enum_ident: &Ident) -> TokenStream {
+    let method: &ImplItemFn = &tool.method;
+    let sig = &method.sig;
+    let ident = &sig.ident;
+    let variant = &checked.variants[index];
+    let asyncness = &sig.asyncness;
+    let generics = &sig.generics;
+    let where_clause = &sig.generics.where_clause;
+    let output = &tool.output;
+    let is_async = asyncness.is_some();
+
+    let receiver = match sig.inputs.first() {
+        Some(FnArg::Receiver(r)) => match &r.kind {
+            ReceiverKind::Reference(and, lifetime, mutability) => quote!(#and #lifetime #mutability self),
+            _ => quote!(&self),
+        },
+        _ => quote!(&self),
+    };
+    let typed: Vec<&syn::PatType> = sig
+        .inputs
+        .iter()
+        .filter_map(|a| match a {
+            FnArg::Typed(p) => Some(p),
+            FnArg::Receiver(_) => None,
+        })
+        .collect();
+    let params = typed.iter().zip(&tool.arg_names).map(|(p, name)| {
+        let ty = &p.ty;
+        quote!(#name: #ty)
+    });
+    let args = &tool.arg_names;
+
+    let docs = method.attrs.iter().filter(|a| a.path().is_ident("doc"));
+    let guard_doc = format!(
+        " Guarded `{}`: asks the expeditor first, then calls the tool, an adapter through an \
+         alternative, or neither; the outcome is recorded and the route taken travels with \
+         the value.",
+        tool.name
+    );
+
+    let failure = quote!(|__cb_error| (&&&_cb::__private::Wrap(__cb_error)).__cb_failure());
+    let primary = call(toolbox, tool.receiver, ident, args, is_async, Span::call_site());
+    let adapters: Vec<(&Ident, usize)> = checked.alternatives[index]
+        .iter()
+        .filter_map(|alt| alt.via.as_ref().map(|via| (via, alt.target)))
+        .collect();
+
+    let body = if adapters.is_empty() {
+        quote! {
+            match _cb::__private::plan_direct(&self.expeditor, #enum_ident::#variant) {
+                _cb::__private::core::result::Result::Ok(__cb_ticket) => _cb::__private::finish(
+                    __cb_ticket,
+                    _cb::__private::core::option::Option::None,
+                    _cb::__private::ToolResult::into_result(#primary),
+                    #failure,
+                ),
+                _cb::__private::core::result::Result::Err(__cb_refusal) => {
+                    _cb::__private::core::result::Result::Err(_cb::CallError::Refused(__cb_refusal))
+                }
+            }
+        }
+    } else {
+        let targets = adapters.iter().map(|(_, target)| {
+            let v = &checked.variants[*target];
+            quote!(_cb::ToolId::from(#enum_ident::#v))
+        });
+        let last = adapters.len() - 1;
+        let arms = adapters.iter().enumerate().map(|(i, (via, _))| {
+            let method = toolbox.methods.iter().find(|m| m.ident == **via);
+            let receiver = method.map_or(Receiver::None, |m| m.receiver);
+            let call = call(toolbox, receiver, via, args, is_async, via.span());
+            let pattern = if i == last { quote!(..) } else { quote!(index: #i, ..) };
+            quote! {
+                _cb::__private::Plan::Adapter { ticket: __cb_ticket, route: __cb_route, #pattern } => _cb::__private::finish(
+                    __cb_ticket,
+                    _cb::__private::core::option::Option::Some(__cb_route),
+                    _cb::__private::ToolResult::into_result(#call),
+                    #failure,
+                ),
+            }
+        });
+        quote! {
+            match _cb::__private::plan(&self.expeditor, #enum_ident::#variant, &[#(#targets),*]) {
+                _cb::__private::Plan::Primary(__cb_ticket) => _cb::__private::finish(
+                    __cb_ticket,
+                    _cb::__private::core::option::Option::None,
+                    _cb::__private::ToolResult::into_result(#primary),
+                    #failure,
+                ),
+                #(#arms)*
+                _cb::__private::Plan::Refuse(__cb_refusal) => {
+                    _cb::__private::core::result::Result::Err(_cb::CallError::Refused(__cb_refusal))
+                }
+            }
+        }
+    };
+
+    let ok = quote!(<#output as _cb::__private::ToolResult>::Ok);
+    let err = quote!(<#output as _cb::__private::ToolResult>::Err);
+    quote! {
+        #(#docs)*
+        #[doc = ""]
+        #[doc = #guard_doc]
+        pub #asyncness fn #ident #generics (#receiver, #(#params),*)
+            -> _cb::__private::core::result::Result<_cb::Routed<#ok>, _cb::CallError<#err>>
+            #where_clause
+        {
+            #[allow(unused_imports)]
+            use _cb::__private::{ViaClassify as _, ViaDisplay as _, ViaError as _};
+            #body
+        }
+    }
+}
+

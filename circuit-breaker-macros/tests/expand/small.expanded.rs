@@ -1,0 +1,308 @@
+impl Workspace {
+    /// Searches file contents.
+    fn grep(&self, pattern: &str) -> Result<Vec<String>, std::io::Error> {
+        Ok(vec![pattern.to_owned()])
+    }
+    fn grep_with_rg(&self, pattern: &str) -> Result<Vec<String>, std::io::Error> {
+        self.bash(pattern).map(|out| vec![out])
+    }
+    fn bash(&self, command: &str) -> Result<String, std::io::Error> {
+        Ok(command.to_owned())
+    }
+    async fn web_search(&mut self, query: String) -> std::io::Result<Vec<String>> {
+        Ok(vec![query])
+    }
+}
+/// The tools of [`Workspace`]'s `#[toolbox]`, in capability-map order.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum WorkspaceTool {
+    /// `grep`: content search across files
+    Grep,
+    /// `bash`: command execution
+    Bash,
+    /// `WebSearch`: external information retrieval
+    WebSearch,
+}
+/// [`Workspace`] with a circuit breaker on every tool: each method asks the expeditor first, calls the tool (or an adapter through an alternative) only when allowed, and records the outcome.
+#[allow(private_interfaces)]
+pub struct GuardedWorkspace {
+    toolbox: Workspace,
+    expeditor: ::circuit_breaker::Expeditor,
+}
+const _: () = {
+    use ::circuit_breaker as _cb;
+    static __CB_ALTERNATIVES_0: [_cb::__private::AlternativeSpec; 1usize] = [
+        _cb::__private::AlternativeSpec::new_static(
+            "bash",
+            "rg or grep command",
+            _cb::__private::Degradation::low_static(
+                "loses Grep's built-in output formatting",
+            ),
+        ),
+    ];
+    static __CB_ALTERNATIVES_1: [_cb::__private::AlternativeSpec; 0usize] = [];
+    static __CB_ALTERNATIVES_2: [_cb::__private::AlternativeSpec; 0usize] = [];
+    static __CB_TOOLS: [_cb::__private::ToolSpec; 3usize] = [
+        _cb::__private::ToolSpec::new_static(
+            "grep",
+            "content search across files",
+            &__CB_ALTERNATIVES_0,
+            "ask the user which files to examine",
+            _cb::__private::core::option::Option::None,
+            _cb::__private::core::option::Option::None,
+        ),
+        _cb::__private::ToolSpec::new_static(
+            "bash",
+            "command execution",
+            &__CB_ALTERNATIVES_1,
+            "report commands that need to be run manually",
+            _cb::__private::core::option::Option::Some(1u32),
+            _cb::__private::core::option::Option::None,
+        ),
+        _cb::__private::ToolSpec::new_static(
+            "WebSearch",
+            "external information retrieval",
+            &__CB_ALTERNATIVES_2,
+            "ask the user",
+            _cb::__private::core::option::Option::None,
+            _cb::__private::core::option::Option::None,
+        ),
+    ];
+    static __CB_MAP: _cb::__private::CapabilityMap = _cb::__private::CapabilityMap::from_static(
+        &__CB_TOOLS,
+    );
+    static __CB_ALL: [WorkspaceTool; 3usize] = [
+        WorkspaceTool::Grep,
+        WorkspaceTool::Bash,
+        WorkspaceTool::WebSearch,
+    ];
+    impl WorkspaceTool {
+        /// Every tool, in capability-map order.
+        pub const ALL: [Self; 3usize] = [Self::Grep, Self::Bash, Self::WebSearch];
+        /// The tool's name in the capability map.
+        pub const fn name(self) -> &'static str {
+            match self {
+                Self::Grep => "grep",
+                Self::Bash => "bash",
+                Self::WebSearch => "WebSearch",
+            }
+        }
+        /// The toolbox's capability map, checked at compile time.
+        pub fn capability_map() -> &'static _cb::CapabilityMap {
+            &__CB_MAP
+        }
+    }
+    impl _cb::ToolSet for WorkspaceTool {
+        const ALL: &'static [Self] = &__CB_ALL;
+        fn name(self) -> &'static str {
+            WorkspaceTool::name(self)
+        }
+        fn capability_map() -> &'static _cb::CapabilityMap {
+            &__CB_MAP
+        }
+        fn policy() -> _cb::Policy {
+            _cb::__private::policy(2u32, 4u32, 3u32, false)
+        }
+    }
+    impl _cb::__private::core::convert::From<WorkspaceTool> for _cb::ToolId {
+        fn from(tool: WorkspaceTool) -> Self {
+            _cb::ToolId::from_index(
+                match tool {
+                    WorkspaceTool::Grep => 0u32,
+                    WorkspaceTool::Bash => 1u32,
+                    WorkspaceTool::WebSearch => 2u32,
+                },
+            )
+        }
+    }
+    impl _cb::__private::core::fmt::Display for WorkspaceTool {
+        fn fmt(
+            &self,
+            f: &mut _cb::__private::core::fmt::Formatter<'_>,
+        ) -> _cb::__private::core::fmt::Result {
+            f.pad(WorkspaceTool::name(*self))
+        }
+    }
+    impl _cb::__private::core::str::FromStr for WorkspaceTool {
+        type Err = _cb::UnknownTool;
+        fn from_str(
+            name: &str,
+        ) -> _cb::__private::core::result::Result<Self, _cb::UnknownTool> {
+            <Self as _cb::ToolSet>::from_name(name)
+        }
+    }
+    impl _cb::__private::serde::Serialize for WorkspaceTool {
+        fn serialize<__S: _cb::__private::serde::Serializer>(
+            &self,
+            serializer: __S,
+        ) -> _cb::__private::core::result::Result<__S::Ok, __S::Error> {
+            _cb::__private::serialize_tool(WorkspaceTool::name(*self), serializer)
+        }
+    }
+    impl<'de> _cb::__private::serde::Deserialize<'de> for WorkspaceTool {
+        fn deserialize<__D: _cb::__private::serde::Deserializer<'de>>(
+            deserializer: __D,
+        ) -> _cb::__private::core::result::Result<Self, __D::Error> {
+            _cb::__private::deserialize_tool(deserializer)
+        }
+    }
+    #[allow(private_interfaces)]
+    impl GuardedWorkspace {
+        /// Wraps the toolbox with a fresh expeditor: the declared policy, every tool
+        /// CLOSED, the system clock.
+        pub fn new(toolbox: Workspace) -> Self {
+            Self::with_expeditor(toolbox, |builder| builder)
+        }
+        /// Wraps the toolbox with an expeditor configured by `configure`: a clock,
+        /// observers, another policy.
+        pub fn with_expeditor(
+            toolbox: Workspace,
+            configure: impl _cb::__private::core::ops::FnOnce(
+                _cb::ExpeditorBuilder,
+            ) -> _cb::ExpeditorBuilder,
+        ) -> Self {
+            let builder = <WorkspaceTool as _cb::ToolSet>::expeditor_builder();
+            Self {
+                toolbox,
+                expeditor: _cb::__private::expeditor(configure(builder)),
+            }
+        }
+        /// The expeditor: breakers, budget, reports.
+        pub fn expeditor(&self) -> &_cb::Expeditor {
+            &self.expeditor
+        }
+        /// The toolbox itself, unguarded.
+        pub fn toolbox(&self) -> &Workspace {
+            &self.toolbox
+        }
+        /// The toolbox itself, unguarded and mutable.
+        pub fn toolbox_mut(&mut self) -> &mut Workspace {
+            &mut self.toolbox
+        }
+        /// The toolbox and its expeditor, apart.
+        pub fn into_parts(self) -> (Workspace, _cb::Expeditor) {
+            (self.toolbox, self.expeditor)
+        }
+        /// Searches file contents.
+        ///
+        /// Guarded `grep`: asks the expeditor first, then calls the tool, an adapter through an alternative, or neither; the outcome is recorded and the route taken travels with the value.
+        pub fn grep(
+            &self,
+            pattern: &str,
+        ) -> _cb::__private::core::result::Result<
+            _cb::Routed<
+                <Result<Vec<String>, std::io::Error> as _cb::__private::ToolResult>::Ok,
+            >,
+            _cb::CallError<
+                <Result<Vec<String>, std::io::Error> as _cb::__private::ToolResult>::Err,
+            >,
+        > {
+            #[allow(unused_imports)]
+            use _cb::__private::{ViaClassify as _, ViaDisplay as _, ViaError as _};
+            match _cb::__private::plan(
+                &self.expeditor,
+                WorkspaceTool::Grep,
+                &[_cb::ToolId::from(WorkspaceTool::Bash)],
+            ) {
+                _cb::__private::Plan::Primary(__cb_ticket) => {
+                    _cb::__private::finish(
+                        __cb_ticket,
+                        _cb::__private::core::option::Option::None,
+                        _cb::__private::ToolResult::into_result(
+                            self.toolbox.grep(pattern),
+                        ),
+                        |__cb_error| (&&&_cb::__private::Wrap(__cb_error)).__cb_failure(),
+                    )
+                }
+                _cb::__private::Plan::Adapter {
+                    ticket: __cb_ticket,
+                    route: __cb_route,
+                    ..
+                } => {
+                    _cb::__private::finish(
+                        __cb_ticket,
+                        _cb::__private::core::option::Option::Some(__cb_route),
+                        _cb::__private::ToolResult::into_result(
+                            self.toolbox.grep_with_rg(pattern),
+                        ),
+                        |__cb_error| (&&&_cb::__private::Wrap(__cb_error)).__cb_failure(),
+                    )
+                }
+                _cb::__private::Plan::Refuse(__cb_refusal) => {
+                    _cb::__private::core::result::Result::Err(
+                        _cb::CallError::Refused(__cb_refusal),
+                    )
+                }
+            }
+        }
+        ///
+        /// Guarded `bash`: asks the expeditor first, then calls the tool, an adapter through an alternative, or neither; the outcome is recorded and the route taken travels with the value.
+        pub fn bash(
+            &self,
+            command: &str,
+        ) -> _cb::__private::core::result::Result<
+            _cb::Routed<
+                <Result<String, std::io::Error> as _cb::__private::ToolResult>::Ok,
+            >,
+            _cb::CallError<
+                <Result<String, std::io::Error> as _cb::__private::ToolResult>::Err,
+            >,
+        > {
+            #[allow(unused_imports)]
+            use _cb::__private::{ViaClassify as _, ViaDisplay as _, ViaError as _};
+            match _cb::__private::plan_direct(&self.expeditor, WorkspaceTool::Bash) {
+                _cb::__private::core::result::Result::Ok(__cb_ticket) => {
+                    _cb::__private::finish(
+                        __cb_ticket,
+                        _cb::__private::core::option::Option::None,
+                        _cb::__private::ToolResult::into_result(
+                            self.toolbox.bash(command),
+                        ),
+                        |__cb_error| (&&&_cb::__private::Wrap(__cb_error)).__cb_failure(),
+                    )
+                }
+                _cb::__private::core::result::Result::Err(__cb_refusal) => {
+                    _cb::__private::core::result::Result::Err(
+                        _cb::CallError::Refused(__cb_refusal),
+                    )
+                }
+            }
+        }
+        ///
+        /// Guarded `WebSearch`: asks the expeditor first, then calls the tool, an adapter through an alternative, or neither; the outcome is recorded and the route taken travels with the value.
+        pub async fn web_search(
+            &mut self,
+            query: String,
+        ) -> _cb::__private::core::result::Result<
+            _cb::Routed<
+                <std::io::Result<Vec<String>> as _cb::__private::ToolResult>::Ok,
+            >,
+            _cb::CallError<
+                <std::io::Result<Vec<String>> as _cb::__private::ToolResult>::Err,
+            >,
+        > {
+            #[allow(unused_imports)]
+            use _cb::__private::{ViaClassify as _, ViaDisplay as _, ViaError as _};
+            match _cb::__private::plan_direct(
+                &self.expeditor,
+                WorkspaceTool::WebSearch,
+            ) {
+                _cb::__private::core::result::Result::Ok(__cb_ticket) => {
+                    _cb::__private::finish(
+                        __cb_ticket,
+                        _cb::__private::core::option::Option::None,
+                        _cb::__private::ToolResult::into_result(
+                            self.toolbox.web_search(query).await,
+                        ),
+                        |__cb_error| (&&&_cb::__private::Wrap(__cb_error)).__cb_failure(),
+                    )
+                }
+                _cb::__private::core::result::Result::Err(__cb_refusal) => {
+                    _cb::__private::core::result::Result::Err(
+                        _cb::CallError::Refused(__cb_refusal),
+                    )
+                }
+            }
+        }
+    }
+};

@@ -1,0 +1,109 @@
+//! Support for generated code. Not a public API.
+
+use std::fmt;
+
+pub use crate::capability::{AlternativeSpec, CapabilityMap, Degradation, ToolSpec};
+pub use crate::executor::{CallError, Plan, Routed, finish, plan, plan_direct};
+pub use crate::expeditor::{Expeditor, ExpeditorBuilder, ToolId};
+pub use crate::failure::{Classify, Failure};
+pub use crate::policy::{Policy, ProbeUnit};
+pub use crate::toolbox::{ToolSet, UnknownTool};
+pub use core;
+pub use serde;
+
+/// A policy from values the macro has already checked (each at least 1). Zero never reaches
+/// here; if it did, it would be raised to 1 rather than panic.
+pub const fn policy(threshold: u32, budget: u32, probe_every: u32, steps: bool) -> Policy {
+    Policy::from_checked(
+        if threshold == 0 { 1 } else { threshold },
+        if budget == 0 { 1 } else { budget },
+        if probe_every == 0 { 1 } else { probe_every },
+        if steps { ProbeUnit::Steps } else { ProbeUnit::Attempts },
+    )
+}
+
+/// An expeditor over a map checked at compile time.
+pub fn expeditor(builder: ExpeditorBuilder) -> Expeditor {
+    builder.build_checked()
+}
+
+/// What a `#[tool]` returns: a `Result`, through any alias.
+#[diagnostic::on_unimplemented(
+    message = "a #[tool] method must return a `Result<T, E>`, found `{Self}`",
+    label = "this is not a `Result`",
+    note = "the breaker records `Ok` as a success and `Err` as a failure"
+)]
+pub trait ToolResult {
+    /// The success type.
+    type Ok;
+    /// The error type.
+    type Err;
+    /// Into a plain `Result`.
+    fn into_result(self) -> Result<Self::Ok, Self::Err>;
+}
+
+impl<T, E> ToolResult for Result<T, E> {
+    type Ok = T;
+    type Err = E;
+    #[inline]
+    fn into_result(self) -> Result<T, E> {
+        self
+    }
+}
+
+/// Wraps a tool's error for autoref-specialized classification: an error that implements
+/// [`Classify`] says its category; a `std::error::Error` is searched for an `io::Error`; any
+/// other `Display` is classified by its message.
+pub struct Wrap<'a, E>(pub &'a E);
+
+/// Highest priority: the error classifies itself.
+pub trait ViaClassify {
+    /// The failure.
+    fn __cb_failure(&self) -> Failure;
+}
+impl<E: Classify + fmt::Display> ViaClassify for &&Wrap<'_, E> {
+    fn __cb_failure(&self) -> Failure {
+        Failure::classified(self.0)
+    }
+}
+
+/// Next: a `std::error::Error`, searched for an `io::Error`.
+pub trait ViaError {
+    /// The failure.
+    fn __cb_failure(&self) -> Failure;
+}
+impl<E: std::error::Error + 'static> ViaError for &Wrap<'_, E> {
+    fn __cb_failure(&self) -> Failure {
+        Failure::from_error(self.0)
+    }
+}
+
+/// Last: any `Display`, by message.
+pub trait ViaDisplay {
+    /// The failure.
+    fn __cb_failure(&self) -> Failure;
+}
+impl<E: fmt::Display> ViaDisplay for Wrap<'_, E> {
+    fn __cb_failure(&self) -> Failure {
+        Failure::new(self.0.to_string())
+    }
+}
+
+/// Serializes a tool enum as its name.
+///
+/// # Errors
+/// The serializer's.
+pub fn serialize_tool<S: serde::Serializer>(name: &str, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(name)
+}
+
+/// Deserializes a tool enum from its name.
+///
+/// # Errors
+/// The deserializer's, or an unknown name.
+pub fn deserialize_tool<'de, T: ToolSet, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<T, D::Error> {
+    let name = <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(deserializer)?;
+    T::from_name(&name).map_err(serde::de::Error::custom)
+}

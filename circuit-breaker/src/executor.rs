@@ -1,0 +1,272 @@
+//! The executor's side of the line (SPEC R8): what a caller gets back when a tool is called
+//! through the expeditor — the value with the route taken (R4.2), the tool's own error
+//! untouched (R3.5), or a refusal that says why (B7).
+//!
+//! [`plan`] turns the expeditor's decisions into the one call to make — the tool, or an
+//! adapter through an alternative — without calling anything: the dispatcher `#[toolbox]`
+//! generates makes that call.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::expeditor::{Decision, Expeditor, PauseReason, Recorded, Skip, SkipReason, Ticket, ToolId};
+use crate::failure::Failure;
+use crate::report::ModelNote;
+use crate::route::{Route, RouteTaken};
+
+/// A tool's value with the route that produced it (R4.2): `None` when the tool itself
+/// answered, the alternative and its degradation otherwise.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Routed<T> {
+    /// The value.
+    pub value: T,
+    /// The route taken instead of the tool, if one was.
+    pub route: Option<RouteTaken>,
+}
+
+impl<T> Routed<T> {
+    /// Whether the value came through an alternative, with some capability lost.
+    pub fn is_degraded(&self) -> bool {
+        self.route.is_some()
+    }
+
+    /// The value, dropping the route.
+    pub fn into_value(self) -> T {
+        self.value
+    }
+}
+
+/// Why a call was not made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum RefusalReason {
+    /// The tool's circuit is OPEN and no usable alternative could take the call.
+    Open,
+    /// The tool is HALF-OPEN and another caller holds its probe.
+    ProbeInFlight,
+    /// The tool is not known.
+    UnknownTool,
+    /// Every call is paused.
+    Paused {
+        /// Why.
+        pause: PauseReason,
+    },
+}
+
+/// A call not made: which tool, why, the route to take instead (advice: an alternative
+/// without an adapter, the manual fallback, or scope reduction), and the text for a model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refusal {
+    /// The tool asked for.
+    pub tool: String,
+    /// Why it was not called.
+    pub reason: RefusalReason,
+    /// What to do instead; `None` when paused.
+    pub route: Option<RouteTaken>,
+    /// The short text for a language model (B7).
+    pub note: ModelNote,
+}
+
+impl Refusal {
+    fn from_skip(skip: &Skip<'_>, route: &Route<'_>) -> Box<Self> {
+        Box::new(Refusal {
+            tool: skip.tool_name().to_owned(),
+            reason: match skip.reason() {
+                SkipReason::Open => RefusalReason::Open,
+                SkipReason::ProbeInFlight => RefusalReason::ProbeInFlight,
+                SkipReason::UnknownTool => RefusalReason::UnknownTool,
+            },
+            route: Some(route.taken(skip.tool_name())),
+            note: ModelNote::for_route(skip, route),
+        })
+    }
+
+    fn paused(tool: &str, pause: PauseReason) -> Box<Self> {
+        Box::new(Refusal {
+            tool: tool.to_owned(),
+            reason: RefusalReason::Paused { pause },
+            route: None,
+            note: ModelNote::for_pause(pause),
+        })
+    }
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.note, f)
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// What a guarded call returns on the error side: the tool ran and failed (its error is
+/// untouched, R3.5), or it was not called.
+#[derive(Debug)]
+pub enum CallError<E> {
+    /// The tool — or the adapter through an alternative — ran and failed.
+    Failed {
+        /// The tool the failure was recorded against.
+        tool: String,
+        /// The tool's error, as it returned it.
+        error: E,
+        /// What recording the failure did (circuit opened? budget left?).
+        recorded: Recorded,
+        /// The route taken, when the failure came through an alternative.
+        route: Option<Box<RouteTaken>>,
+    },
+    /// The call was not made.
+    Refused(Box<Refusal>),
+}
+
+impl<E> CallError<E> {
+    /// The refusal, if the call was not made.
+    pub fn refusal(&self) -> Option<&Refusal> {
+        match self {
+            CallError::Refused(r) => Some(r),
+            CallError::Failed { .. } => None,
+        }
+    }
+
+    /// The tool's error, if it ran and failed.
+    pub fn tool_error(&self) -> Option<&E> {
+        match self {
+            CallError::Failed { error, .. } => Some(error),
+            CallError::Refused(_) => None,
+        }
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for CallError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallError::Failed { tool, error, .. } => write!(f, "{tool} failed: {error}"),
+            CallError::Refused(refusal) => fmt::Display::fmt(refusal, f),
+        }
+    }
+}
+
+impl<E: std::error::Error + 'static> std::error::Error for CallError<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CallError::Failed { error, .. } => Some(error),
+            CallError::Refused(refusal) => Some(refusal),
+        }
+    }
+}
+
+/// The one call to make.
+#[derive(Debug)]
+pub enum Plan<'a> {
+    /// Call the tool itself (a CALL or a PROBE).
+    Primary(Ticket<'a>),
+    /// Call adapter number `index` (in the order given to [`plan`]): it reaches the goal
+    /// through an alternative tool whose breaker let it through.
+    Adapter {
+        /// Which adapter.
+        index: usize,
+        /// The alternative tool's ticket: the adapter's outcome is recorded against it.
+        ticket: Ticket<'a>,
+        /// The route taken.
+        route: RouteTaken,
+    },
+    /// Call nothing.
+    Refuse(Box<Refusal>),
+}
+
+/// Decides the one call to make for `tool` (R3.1, R4.1): the tool if its breaker allows;
+/// otherwise the routes in order — an alternative that has an adapter (`adapters[i]` is the
+/// alternative tool adapter `i` goes through) and whose own breaker allows is taken; one whose
+/// breaker says SKIP is passed over; an alternative without an adapter, the fallback or scope
+/// reduction ends the search as a refusal carrying that route as advice.
+pub fn plan<'a>(expeditor: &'a Expeditor, tool: impl Into<ToolId>, adapters: &[ToolId]) -> Plan<'a> {
+    let tool = tool.into();
+    match expeditor.decide(tool) {
+        Decision::Call(ticket) | Decision::Probe(ticket) => Plan::Primary(ticket),
+        Decision::Pause(pause) => Plan::Refuse(Refusal::paused(
+            expeditor.tool_name(tool).unwrap_or("?"),
+            pause.reason(),
+        )),
+        Decision::Skip(skip) => {
+            for route in skip.routes() {
+                let Route::Alternative(alt) = route else {
+                    return Plan::Refuse(Refusal::from_skip(&skip, &route));
+                };
+                let Some(index) = adapters.iter().position(|&a| a == alt.tool()) else {
+                    return Plan::Refuse(Refusal::from_skip(&skip, &route));
+                };
+                match expeditor.decide(alt.tool()) {
+                    Decision::Call(ticket) | Decision::Probe(ticket) => {
+                        return Plan::Adapter {
+                            index,
+                            ticket,
+                            route: route.taken(skip.tool_name()),
+                        };
+                    }
+                    Decision::Skip(_) => {}
+                    Decision::Pause(pause) => {
+                        return Plan::Refuse(Refusal::paused(skip.tool_name(), pause.reason()));
+                    }
+                }
+            }
+            Plan::Refuse(Refusal::from_skip(&skip, &Route::ScopeReduction))
+        }
+    }
+}
+
+/// [`plan`] for a tool with no adapter: its ticket, or the refusal with the route to advise.
+///
+/// # Errors
+/// The [`Refusal`] when the tool must not be called.
+pub fn plan_direct(expeditor: &Expeditor, tool: impl Into<ToolId>) -> Result<Ticket<'_>, Box<Refusal>> {
+    let tool = tool.into();
+    match plan(expeditor, tool, &[]) {
+        Plan::Primary(ticket) => Ok(ticket),
+        Plan::Refuse(refusal) => Err(refusal),
+        // Without adapters `plan` never picks one; were it to, the call is refused rather
+        // than made through a route nobody asked for.
+        Plan::Adapter { ticket, route, .. } => {
+            drop(ticket);
+            let name = expeditor.tool_name(tool).unwrap_or("?").to_owned();
+            Err(Box::new(Refusal {
+                note: ModelNote {
+                    tool: Some(name.clone()),
+                    why: "no adapter reaches it".to_owned(),
+                    instead: "leave this work out and report it as skipped.".to_owned(),
+                },
+                tool: name,
+                reason: RefusalReason::Open,
+                route: Some(route),
+            }))
+        }
+    }
+}
+
+/// Records a call's outcome through its ticket and shapes the answer: the value with its
+/// route, or the tool's error untouched with what recording it did.
+///
+/// # Errors
+/// [`CallError::Failed`] when `result` is an error; `failure` describes it for the breaker.
+pub fn finish<T, E>(
+    ticket: Ticket<'_>,
+    route: Option<RouteTaken>,
+    result: Result<T, E>,
+    failure: impl FnOnce(&E) -> Failure,
+) -> Result<Routed<T>, CallError<E>> {
+    match result {
+        Ok(value) => {
+            ticket.success();
+            Ok(Routed { value, route })
+        }
+        Err(error) => {
+            let tool = ticket.tool_name().to_owned();
+            let recorded = ticket.failure(failure(&error));
+            Err(CallError::Failed {
+                tool,
+                error,
+                recorded,
+                route: route.map(Box::new),
+            })
+        }
+    }
+}
