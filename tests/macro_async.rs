@@ -72,7 +72,11 @@ impl Remote {
         Ok(format!("read config.toml for {pattern}"))
     }
 
-    #[tool(name = "Bash", provides = "command execution", fallback = "report commands that need to be run manually")]
+    #[tool(
+        name = "Bash",
+        provides = "command execution",
+        fallback = "report commands that need to be run manually"
+    )]
     async fn bash(&self, command: String) -> io::Result<String> {
         YieldOnce(false).await;
         if self.shell_down.get() {
@@ -82,7 +86,11 @@ impl Remote {
         }
     }
 
-    #[tool(name = "Read", provides = "file content inspection", fallback = "ask the user to paste file contents")]
+    #[tool(
+        name = "Read",
+        provides = "file content inspection",
+        fallback = "ask the user to paste file contents"
+    )]
     async fn read(&self, path: String) -> io::Result<String> {
         Ok(path)
     }
@@ -91,32 +99,51 @@ impl Remote {
 #[test]
 fn b2_async_toolbox_routes_like_the_sync_one() {
     let agent = GuardedRemote::new(Remote::default());
-    assert_eq!(block_on(agent.grep("API_KEY".into())).unwrap().value, "grep API_KEY");
+    assert_eq!(
+        block_on(agent.grep("API_KEY".into())).unwrap().value,
+        "grep API_KEY"
+    );
 
     agent.toolbox().search_down.set(true);
     for _ in 0..3 {
         let err = block_on(agent.grep("API_KEY".into())).unwrap_err();
         assert!(matches!(err, CallError::Failed { .. }));
     }
-    assert_eq!(agent.expeditor().state(RemoteTool::Grep), Some(CircuitState::Open));
+    assert_eq!(
+        agent.expeditor().state(RemoteTool::Grep),
+        Some(CircuitState::Open)
+    );
 
     let routed = block_on(agent.grep("API_KEY".into())).unwrap();
     assert_eq!(routed.value, "rg API_KEY");
-    assert_eq!(routed.route.as_ref().and_then(|r| r.to.as_deref()), Some("Bash"));
+    assert_eq!(
+        routed.route.as_ref().and_then(|r| r.to.as_deref()),
+        Some("Bash")
+    );
 
     agent.toolbox().shell_down.set(true);
     for _ in 0..3 {
         let _ = block_on(agent.bash("make".into()));
     }
-    assert_eq!(agent.expeditor().state(RemoteTool::Bash), Some(CircuitState::Open));
+    assert_eq!(
+        agent.expeditor().state(RemoteTool::Bash),
+        Some(CircuitState::Open)
+    );
     // Grep's 2nd attempt since opening is its probe: it fails (still down) and re-opens.
     let searches = agent.toolbox().searches.get();
     assert!(block_on(agent.grep("API_KEY".into())).is_err());
-    assert_eq!(agent.toolbox().searches.get(), searches + 1, "one probe call");
+    assert_eq!(
+        agent.toolbox().searches.get(),
+        searches + 1,
+        "one probe call"
+    );
     // Bash is OPEN, so the next route is Read.
     let routed = block_on(agent.grep("API_KEY".into())).unwrap();
     let route = routed.route.unwrap();
-    assert_eq!((route.to.as_deref(), route.kind), (Some("Read"), RouteKind::Alternative));
+    assert_eq!(
+        (route.to.as_deref(), route.kind),
+        (Some("Read"), RouteKind::Alternative)
+    );
     assert_eq!(routed.value, "read config.toml for API_KEY");
 }
 
@@ -129,12 +156,23 @@ fn r3_6_a_probe_future_dropped_mid_call_frees_the_half_open_slot() {
     }
     agent.toolbox().shell_down.set(false);
     // 1st attempt after opening: skipped. 2nd: the probe.
-    assert!(block_on(agent.bash("ls".into())).unwrap_err().refusal().is_some());
+    assert!(
+        block_on(agent.bash("ls".into()))
+            .unwrap_err()
+            .refusal()
+            .is_some()
+    );
     {
         let mut probe = Box::pin(agent.bash("ls".into()));
         let mut cx = Context::from_waker(Waker::noop());
-        assert!(probe.as_mut().poll(&mut cx).is_pending(), "the tool is mid-call");
-        assert_eq!(agent.expeditor().state(RemoteTool::Bash), Some(CircuitState::HalfOpen));
+        assert!(
+            probe.as_mut().poll(&mut cx).is_pending(),
+            "the tool is mid-call"
+        );
+        assert_eq!(
+            agent.expeditor().state(RemoteTool::Bash),
+            Some(CircuitState::HalfOpen)
+        );
         // Another caller while the probe is in flight is refused (one probe at a time).
         let other = block_on(agent.bash("pwd".into())).unwrap_err();
         assert!(other.refusal().is_some());
@@ -143,10 +181,17 @@ fn r3_6_a_probe_future_dropped_mid_call_frees_the_half_open_slot() {
     assert_eq!(breaker.state(), CircuitState::HalfOpen);
     assert!(!breaker.probe_in_flight());
     assert_eq!(breaker.consecutive_failures(), 3);
-    assert_eq!(agent.expeditor().budget().consumed(), 3, "a cancellation charges nothing");
+    assert_eq!(
+        agent.expeditor().budget().consumed(),
+        3,
+        "a cancellation charges nothing"
+    );
     // The slot is free: the next caller probes, succeeds, and closes the circuit.
     assert_eq!(block_on(agent.bash("ls".into())).unwrap().value, "ls");
-    assert_eq!(agent.expeditor().state(RemoteTool::Bash), Some(CircuitState::Closed));
+    assert_eq!(
+        agent.expeditor().state(RemoteTool::Bash),
+        Some(CircuitState::Closed)
+    );
 }
 
 #[test]

@@ -41,7 +41,10 @@ impl Workspace {
     ///
     /// # Errors
     /// When the file cannot be read.
-    #[tool(provides = "file content inspection", fallback = "ask the user to paste file contents")]
+    #[tool(
+        provides = "file content inspection",
+        fallback = "ask the user to paste file contents"
+    )]
     pub fn read(&self, path: &str) -> io::Result<String> {
         Ok(path.to_owned())
     }
@@ -69,6 +72,9 @@ impl Workspace {
 #[test]
 fn b2_lint_quiet_toolbox_works() {
     let agent = GuardedWorkspace::new(Workspace::default());
-    assert_eq!(agent.grep("x").map(|r| r.value).ok(), Some(vec!["x".to_owned()]));
+    assert_eq!(
+        agent.grep("x").map(|r| r.value).ok(),
+        Some(vec!["x".to_owned()])
+    );
     assert_eq!(GuardedWorkspace::now(&agent).map(|r| r.value).ok(), Some(0));
 }

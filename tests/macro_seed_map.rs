@@ -140,13 +140,20 @@ fn open_with_failures(agent: &GuardedWorkspace, tool: WorkspaceTool, mut call: i
 fn b2_generated_enum_and_map_match_the_declaration() {
     assert_eq!(
         WorkspaceTool::ALL,
-        [WorkspaceTool::Grep, WorkspaceTool::Bash, WorkspaceTool::Read]
+        [
+            WorkspaceTool::Grep,
+            WorkspaceTool::Bash,
+            WorkspaceTool::Read
+        ]
     );
     assert_eq!(WorkspaceTool::Grep.to_string(), "Grep");
     assert_eq!("Read".parse::<WorkspaceTool>(), Ok(WorkspaceTool::Read));
     let err = "Raed".parse::<WorkspaceTool>().unwrap_err();
     assert_eq!(err.suggestion.as_deref(), Some("Read"));
-    assert_eq!(serde_json::to_string(&WorkspaceTool::Bash).unwrap(), "\"Bash\"");
+    assert_eq!(
+        serde_json::to_string(&WorkspaceTool::Bash).unwrap(),
+        "\"Bash\""
+    );
     assert_eq!(
         serde_json::from_str::<WorkspaceTool>("\"Grep\"").unwrap(),
         WorkspaceTool::Grep
@@ -231,10 +238,16 @@ fn r4_1_seed_routes_chain_grep_bash_read_fallback() {
         route.fallback.as_deref(),
         Some("ask the user which files to examine")
     );
-    assert!(agent.toolbox().calls.borrow().is_empty(), "no tool was called");
+    assert!(
+        agent.toolbox().calls.borrow().is_empty(),
+        "no tool was called"
+    );
     let text = err.to_string();
     assert!(text.starts_with("Grep is unavailable: circuit OPEN after 3 consecutive failures"));
-    assert!(text.contains("ask the user which files to examine"), "{text}");
+    assert!(
+        text.contains("ask the user which files to examine"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -252,7 +265,12 @@ fn r4_1_an_alternative_without_adapter_is_returned_as_advice() {
     assert_eq!(route.to.as_deref(), Some("Bash"));
     assert_eq!(route.method.as_deref(), Some("cat or head command"));
     assert!(agent.toolbox().calls.borrow().is_empty());
-    assert!(refusal.note.to_string().contains("use Bash — cat or head command"));
+    assert!(
+        refusal
+            .note
+            .to_string()
+            .contains("use Bash — cat or head command")
+    );
 }
 
 #[test]
@@ -272,17 +290,28 @@ fn r3_2_the_handle_probes_on_schedule_and_closes_on_success() {
     });
     agent.toolbox().bash_broken.set(false);
     agent.toolbox().calls.borrow_mut().clear();
-    assert!(agent.bash("ls").unwrap_err().refusal().is_some(), "1st attempt skipped");
+    assert!(
+        agent.bash("ls").unwrap_err().refusal().is_some(),
+        "1st attempt skipped"
+    );
     let probed = agent.bash("ls").expect("2nd attempt is the probe");
     assert!(probed.route.is_none());
     assert_eq!(*agent.toolbox().calls.borrow(), ["bash ls"]);
-    assert_eq!(agent.expeditor().state(WorkspaceTool::Bash), Some(CircuitState::Closed));
+    assert_eq!(
+        agent.expeditor().state(WorkspaceTool::Bash),
+        Some(CircuitState::Closed)
+    );
 }
 
 #[test]
 fn r3_4_a_paused_toolbox_refuses_every_tool() {
     let agent = GuardedWorkspace::with_expeditor(Workspace::seed(), |b| {
-        b.policy(circuit_breaker::Policy::builder().budget(2).build().unwrap())
+        b.policy(
+            circuit_breaker::Policy::builder()
+                .budget(2)
+                .build()
+                .unwrap(),
+        )
     });
     agent.toolbox().read_broken.set(true);
     let _ = agent.read("a");
@@ -357,9 +386,16 @@ fn r9_1_failure_categories_come_from_the_error_type() {
     let _ = search.files();
     assert_eq!(category(SearchTool::Web), Some(FailureCategory::Network));
     assert_eq!(category(SearchTool::Local), Some(FailureCategory::Timeout));
-    assert_eq!(category(SearchTool::Files), Some(FailureCategory::Filesystem));
+    assert_eq!(
+        category(SearchTool::Files),
+        Some(FailureCategory::Filesystem)
+    );
     let ledger = search.expeditor().budget();
-    let messages: Vec<&str> = ledger.ledger().iter().map(|e| e.failure.message()).collect();
+    let messages: Vec<&str> = ledger
+        .ledger()
+        .iter()
+        .map(|e| e.failure.message())
+        .collect();
     assert_eq!(
         messages,
         [

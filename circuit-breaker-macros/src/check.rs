@@ -39,7 +39,7 @@ pub fn check(toolbox: &Toolbox, errors: &mut Accumulator) -> Checked {
     if toolbox.tools.is_empty() && toolbox.item.trait_.is_none() {
         errors.push(
             Error::custom(
-                "this #[toolbox] has no #[tool(..)] methods: mark each tool function with #[tool(provides = \"..\", fallback = \"..\")]",
+                "this #[toolbox] has no #[tool(..)] methods: mark each tool function with `#[tool(provides = \"..\", fallback = \"..\")]`",
             )
             .with_span(&toolbox.item.self_ty),
         );
@@ -74,13 +74,13 @@ fn check_policy(toolbox: &Toolbox, errors: &mut Accumulator) -> Policy {
         return policy;
     };
     for (value, slot, what) in [
-        (&args.threshold, &mut policy.threshold, "threshold: consecutive failures that open a circuit"),
-        (&args.budget, &mut policy.budget, "budget: failures allowed per cycle"),
-        (&args.probe_every, &mut policy.probe_every, "probe_every: attempts after opening before a probe"),
+        (&args.threshold, &mut policy.threshold, THRESHOLD),
+        (&args.budget, &mut policy.budget, BUDGET),
+        (&args.probe_every, &mut policy.probe_every, PROBE_EVERY),
     ] {
         if let Some(v) = value {
             if **v == 0 {
-                errors.push(Error::custom(format!("{what}; must be at least 1")).with_span(&v.span()));
+                errors.push(Error::custom(what).with_span(&v.span()));
             } else {
                 *slot = **v;
             }
@@ -92,7 +92,7 @@ fn check_policy(toolbox: &Toolbox, errors: &mut Accumulator) -> Policy {
             "steps" => policy.steps = true,
             other => errors.push(
                 Error::custom(format!(
-                    "unknown probe unit `{other}`{}; expected \"attempts\" or \"steps\"",
+                    "unknown probe unit `{other}`: expected \"attempts\" or \"steps\"{}",
                     suggest(other, ["attempts", "steps"].into_iter())
                 ))
                 .with_span(&unit.span()),
@@ -102,25 +102,41 @@ fn check_policy(toolbox: &Toolbox, errors: &mut Accumulator) -> Policy {
     policy
 }
 
+const THRESHOLD: &str =
+    "`threshold` must be at least 1: it is the number of consecutive failures that open a circuit";
+const BUDGET: &str = "`budget` must be at least 1: it is the number of failures allowed per cycle before the agent pauses";
+const PROBE_EVERY: &str = "`probe_every` must be at least 1: once a circuit is open, every N-th attempt is let through as a probe";
+
 fn check_tool(tool: &Tool, errors: &mut Accumulator) {
     let name = &tool.name;
     let required = [
         (
             &tool.args.provides,
             "provides",
-            format!("tool `{name}` has no `provides`: say in one line what it gives the agent, e.g. provides = \"content search across files\""),
+            format!(
+                "tool `{name}` has no `provides`: say in one line what it gives the agent, e.g. `provides = \"content search across files\"`"
+            ),
         ),
         (
             &tool.args.fallback,
             "fallback",
-            format!("tool `{name}` has no `fallback`: every tool needs a manual fallback for when it and its alternatives are unavailable, e.g. fallback = \"ask the user which files to examine\""),
+            format!(
+                "tool `{name}` has no `fallback`: every tool needs a manual fallback for when it and its alternatives are unavailable, e.g. `fallback = \"ask the user which files to examine\"`"
+            ),
         ),
     ];
     for (value, key, missing) in required {
         match value {
-            None => errors.push(Error::custom(missing).with_span(&tool.attr)),
+            // A mistyped or malformed argument may have been meant as this one: reported already.
+            None if tool.may_have_meant(key) => {}
+            None => errors.push(Error::custom(missing).with_span(&tool.attr_span())),
             Some(v) if v.trim().is_empty() => errors.push(
-                Error::custom(format!("`{key}` of tool `{name}` is empty")).with_span(&v.span()),
+                Error::custom(format!("`{key}` of tool `{name}` is empty: {}", if key == "provides" {
+                    "say in one line what it gives the agent"
+                } else {
+                    "say what the agent does by hand when the tool and its alternatives are unavailable"
+                }))
+                .with_span(&v.span()),
             ),
             Some(_) => {}
         }
@@ -131,23 +147,29 @@ fn check_tool(tool: &Tool, errors: &mut Accumulator) {
         errors.push(Error::custom("a tool's `name` cannot be empty").with_span(&n.span()));
     }
     for (value, what) in [
-        (&tool.args.threshold, "threshold: consecutive failures that open the circuit"),
-        (&tool.args.probe_every, "probe_every: attempts after opening before a probe"),
+        (&tool.args.threshold, THRESHOLD),
+        (&tool.args.probe_every, PROBE_EVERY),
     ] {
         if let Some(v) = value
             && **v == 0
         {
-            errors.push(Error::custom(format!("{what}; must be at least 1")).with_span(&v.span()));
+            errors.push(Error::custom(what).with_span(&v.span()));
         }
     }
 }
 
 fn check_names(tools: &[Tool], errors: &mut Accumulator) {
-    for (i, tool) in tools.iter().enumerate() {
-        if let Some(first) = tools[..i].iter().find(|t| t.name == tool.name) {
+    // A tool with an argument that did not parse may have meant another `name`: left out.
+    let known = |t: &&Tool| !t.may_have_meant("name");
+    for (i, tool) in tools.iter().enumerate().filter(|(_, t)| known(t)) {
+        if let Some(first) = tools[..i]
+            .iter()
+            .filter(known)
+            .find(|t| t.name == tool.name)
+        {
             errors.push(
                 Error::custom(format!(
-                    "duplicate tool name `{}`: `{}` already uses it; give one of them another `name = \"..\"`",
+                    "duplicate tool name `{}`: the tool of `fn {}` already has it; give one of them another `name = \"..\"`",
                     tool.name,
                     first.ident()
                 ))
@@ -164,7 +186,9 @@ fn camel(ident: &Ident) -> String {
         .filter(|p| !p.is_empty())
         .map(|part| {
             let mut chars = part.chars();
-            chars.next().map_or_else(String::new, |c| c.to_uppercase().chain(chars).collect())
+            chars
+                .next()
+                .map_or_else(String::new, |c| c.to_uppercase().chain(chars).collect())
         })
         .collect()
 }
@@ -192,10 +216,15 @@ fn variants(tools: &[Tool], errors: &mut Accumulator) -> Vec<Ident> {
     variants
 }
 
-fn resolve_alternatives(toolbox: &Toolbox, index: usize, tool: &Tool, errors: &mut Accumulator) -> Vec<Resolved> {
+fn resolve_alternatives(
+    toolbox: &Toolbox,
+    index: usize,
+    tool: &Tool,
+    errors: &mut Accumulator,
+) -> Vec<Resolved> {
     let tools = &toolbox.tools;
     let mut resolved: Vec<Resolved> = Vec::new();
-    for alt in &tool.args.alternatives.0 {
+    for alt in &tool.args.alternatives.list {
         let wanted = unraw(&alt.tool);
         let Some(target) = tools.iter().position(|t| unraw(t.ident()) == wanted) else {
             let plain = toolbox.methods.iter().any(|m| unraw(&m.ident) == wanted);
@@ -205,10 +234,21 @@ fn resolve_alternatives(toolbox: &Toolbox, index: usize, tool: &Tool, errors: &m
                     tool.name
                 )
             } else {
+                let known: Vec<String> = tools.iter().map(|t| unraw(t.ident())).collect();
+                let hint = match suggest(&wanted, known.iter().map(String::as_str)) {
+                    near if !near.is_empty() => near,
+                    _ => format!(
+                        "; an alternative is named by a #[tool] method of this impl ({}): declare `{wanted}` as a #[tool(..)] method or remove this alternative",
+                        known
+                            .iter()
+                            .map(|k| format!("`{k}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                };
                 format!(
-                    "alternative `{wanted}` of tool `{}` names no tool of this toolbox{}",
-                    tool.name,
-                    suggest(&wanted, tools.iter().map(|t| unraw(t.ident())).collect::<Vec<_>>().iter().map(String::as_str))
+                    "alternative `{wanted}` of tool `{}` names no tool of this toolbox{hint}",
+                    tool.name
                 )
             };
             errors.push(Error::custom(message).with_span(&alt.tool));
@@ -216,14 +256,21 @@ fn resolve_alternatives(toolbox: &Toolbox, index: usize, tool: &Tool, errors: &m
         };
         if target == index {
             errors.push(
-                Error::custom(format!("tool `{}` cannot be its own alternative", tool.name)).with_span(&alt.tool),
+                Error::custom(format!(
+                    "tool `{}` cannot be its own alternative",
+                    tool.name
+                ))
+                .with_span(&alt.tool),
             );
             continue;
         }
         if resolved.iter().any(|r| r.target == target) {
             errors.push(
-                Error::custom(format!("alternative `{wanted}` is listed twice for tool `{}`", tool.name))
-                    .with_span(&alt.tool),
+                Error::custom(format!(
+                    "alternative `{wanted}` is listed twice for tool `{}`: keep one route per alternative tool",
+                    tool.name
+                ))
+                .with_span(&alt.tool),
             );
             continue;
         }
@@ -250,7 +297,16 @@ fn check_adapter(toolbox: &Toolbox, tool: &Tool, via: &Ident, errors: &mut Accum
         errors.push(
             Error::custom(format!(
                 "adapter `{via}` is not a method of this impl block{}",
-                suggest(&via.to_string(), toolbox.methods.iter().map(|m| m.ident.to_string()).collect::<Vec<_>>().iter().map(String::as_str))
+                suggest(
+                    &via.to_string(),
+                    toolbox
+                        .methods
+                        .iter()
+                        .map(|m| m.ident.to_string())
+                        .collect::<Vec<_>>()
+                        .iter()
+                        .map(String::as_str)
+                )
             ))
             .with_span(via),
         );
@@ -267,11 +323,16 @@ fn check_adapter(toolbox: &Toolbox, tool: &Tool, via: &Ident, errors: &mut Accum
     }
     let arity = tool.arg_names.len();
     if adapter.arity != arity {
-        problems.push(format!("the tool takes {arity} argument(s), the adapter {}", adapter.arity));
+        problems.push(format!(
+            "the tool takes {arity} argument(s), the adapter {}",
+            adapter.arity
+        ));
     }
     let receiver_ok = matches!(
         (tool.receiver, adapter.receiver),
-        (_, Receiver::None) | (Receiver::Ref | Receiver::Mut, Receiver::Ref) | (Receiver::Mut, Receiver::Mut)
+        (_, Receiver::None)
+            | (Receiver::Ref | Receiver::Mut, Receiver::Ref)
+            | (Receiver::Mut, Receiver::Mut)
     );
     if !receiver_ok {
         problems.push("the adapter needs a receiver the tool does not have (`&mut self` for a `&self` tool, or `self` for a tool without one)".to_owned());
@@ -302,4 +363,3 @@ pub fn suggest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Str
     }
     best.map_or_else(String::new, |(_, c)| format!("; did you mean `{c}`?"))
 }
-

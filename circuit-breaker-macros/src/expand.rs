@@ -258,7 +258,14 @@ fn capability_map(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
 }
 
 /// How the handle reaches a method: through `self.toolbox` or as an associated function.
-fn call(toolbox: &Toolbox, receiver: Receiver, method: &Ident, args: &[Ident], is_async: bool, span: Span) -> TokenStream {
+fn call(
+    toolbox: &Toolbox,
+    receiver: Receiver,
+    method: &Ident,
+    args: &[Ident],
+    is_async: bool,
+    span: Span,
+) -> TokenStream {
     let self_ty = &toolbox.item.self_ty;
     let target = match receiver {
         Receiver::Ref | Receiver::Mut => quote_spanned!(span=> self.toolbox.#method(#(#args),*)),
@@ -272,7 +279,13 @@ fn call(toolbox: &Toolbox, receiver: Receiver, method: &Ident, args: &[Ident], i
 }
 
 /// One method of the guarded handle, mirroring `tool`.
-fn handle_method(toolbox: &Toolbox, checked: &Checked, index: usize, tool: &Tool, enum_ident: &Ident) -> TokenStream {
+fn handle_method(
+    toolbox: &Toolbox,
+    checked: &Checked,
+    index: usize,
+    tool: &Tool,
+    enum_ident: &Ident,
+) -> TokenStream {
     let method: &ImplItemFn = &tool.method;
     let sig = &method.sig;
     let ident = &sig.ident;
@@ -285,7 +298,9 @@ fn handle_method(toolbox: &Toolbox, checked: &Checked, index: usize, tool: &Tool
 
     let receiver = match sig.inputs.first() {
         Some(FnArg::Receiver(r)) => match &r.kind {
-            ReceiverKind::Reference(and, lifetime, mutability) => quote!(#and #lifetime #mutability self),
+            ReceiverKind::Reference(and, lifetime, mutability) => {
+                quote!(#and #lifetime #mutability self)
+            }
             _ => quote!(&self),
         },
         _ => quote!(&self),
@@ -313,7 +328,19 @@ fn handle_method(toolbox: &Toolbox, checked: &Checked, index: usize, tool: &Tool
     );
 
     let failure = quote!(|__cb_error| (&&&_cb::__private::Wrap(__cb_error)).__cb_failure());
-    let primary = call(toolbox, tool.receiver, ident, args, is_async, Span::call_site());
+    // Everything that needs `ToolResult` carries the return type's span, so a tool that does
+    // not return a `Result` (or an adapter returning another type) is one error at that type.
+    let output_span = syn::spanned::Spanned::span(output);
+    let into_result = |call: &TokenStream| quote_spanned!(output_span=> <#output as _cb::__private::ToolResult>::into_result(#call));
+    let primary = call(
+        toolbox,
+        tool.receiver,
+        ident,
+        args,
+        is_async,
+        Span::call_site(),
+    );
+    let primary_result = into_result(&primary);
     let adapters: Vec<(&Ident, usize)> = checked.alternatives[index]
         .iter()
         .filter_map(|alt| alt.via.as_ref().map(|via| (via, alt.target)))
@@ -325,7 +352,7 @@ fn handle_method(toolbox: &Toolbox, checked: &Checked, index: usize, tool: &Tool
                 _cb::__private::core::result::Result::Ok(__cb_ticket) => _cb::__private::finish(
                     __cb_ticket,
                     _cb::__private::core::option::Option::None,
-                    _cb::__private::ToolResult::into_result(#primary),
+                    #primary_result,
                     #failure,
                 ),
                 _cb::__private::core::result::Result::Err(__cb_refusal) => {
@@ -343,12 +370,13 @@ fn handle_method(toolbox: &Toolbox, checked: &Checked, index: usize, tool: &Tool
             let method = toolbox.methods.iter().find(|m| m.ident == **via);
             let receiver = method.map_or(Receiver::None, |m| m.receiver);
             let call = call(toolbox, receiver, via, args, is_async, via.span());
+            let call_result = into_result(&call);
             let pattern = if i == last { quote!(..) } else { quote!(index: #i, ..) };
             quote! {
                 _cb::__private::Plan::Adapter { ticket: __cb_ticket, route: __cb_route, #pattern } => _cb::__private::finish(
                     __cb_ticket,
                     _cb::__private::core::option::Option::Some(__cb_route),
-                    _cb::__private::ToolResult::into_result(#call),
+                    #call_result,
                     #failure,
                 ),
             }
@@ -358,7 +386,7 @@ fn handle_method(toolbox: &Toolbox, checked: &Checked, index: usize, tool: &Tool
                 _cb::__private::Plan::Primary(__cb_ticket) => _cb::__private::finish(
                     __cb_ticket,
                     _cb::__private::core::option::Option::None,
-                    _cb::__private::ToolResult::into_result(#primary),
+                    #primary_result,
                     #failure,
                 ),
                 #(#arms)*
@@ -369,14 +397,18 @@ fn handle_method(toolbox: &Toolbox, checked: &Checked, index: usize, tool: &Tool
         }
     };
 
-    let ok = quote!(<#output as _cb::__private::ToolResult>::Ok);
-    let err = quote!(<#output as _cb::__private::ToolResult>::Err);
+    let ok = quote_spanned!(output_span=> <#output as _cb::__private::ToolResult>::Ok);
+    let err = quote_spanned!(output_span=> <#output as _cb::__private::ToolResult>::Err);
+    // The outer type stays the macro's own (lints skip it); only the projections point at
+    // the user's type, where a non-`Result` is reported.
+    let returns =
+        quote!(_cb::__private::core::result::Result<_cb::Routed<#ok>, _cb::CallError<#err>>);
     quote! {
         #(#docs)*
         #[doc = ""]
         #[doc = #guard_doc]
         pub #asyncness fn #ident #generics (#receiver, #(#params),*)
-            -> _cb::__private::core::result::Result<_cb::Routed<#ok>, _cb::CallError<#err>>
+            -> #returns
             #where_clause
         {
             #[allow(unused_imports)]
@@ -385,4 +417,3 @@ fn handle_method(toolbox: &Toolbox, checked: &Checked, index: usize, tool: &Tool
         }
     }
 }
-

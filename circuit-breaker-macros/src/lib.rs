@@ -3,8 +3,8 @@
 //! map, the tool enum and a guarded handle that routes every call through the expeditor.
 //!
 //! Users depend on `circuit-breaker` alone, which re-exports these macros; the grammar and the
-//! generated API are documented there. This crate is split in phases: [`ast`] parses,
-//! [`check`] applies the capability map's rules, [`expand`] generates.
+//! generated API are documented there. This crate is split in phases: `ast` parses,
+//! `check` applies the capability map's rules, `expand` generates.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -44,18 +44,11 @@ pub fn toolbox(args: TokenStream, input: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn tool(_args: TokenStream, input: TokenStream) -> TokenStream {
     let input = proc_macro2::TokenStream::from(input);
-    let span = input
-        .clone()
-        .into_iter()
-        .next()
-        .map_or_else(proc_macro2::Span::call_site, |t| t.span());
+    // The call site is the `#[tool(..)]` attribute itself.
     let error = Error::custom(
-        "#[tool] only works on a method of an impl block marked #[toolbox]: put #[toolbox] on the impl block",
+        "#[tool] only works on a method of an impl block marked #[toolbox]: add #[toolbox] to the impl block, or move this function into one",
     )
-    .with_span(&span)
+    .with_span(&proc_macro2::Span::call_site())
     .write_errors();
     quote!(#input #error).into()
 }
-
-#[cfg(test)]
-mod tests;

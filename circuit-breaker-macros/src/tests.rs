@@ -15,7 +15,8 @@ fn expand_file(path: &Path) -> String {
         _ => proc_macro2::TokenStream::new(),
     };
     let mut errors = Error::accumulator();
-    let toolbox = crate::ast::parse(args, quote::quote!(#item), &mut errors).expect("an impl block");
+    let toolbox =
+        crate::ast::parse(args, quote::quote!(#item), &mut errors).expect("an impl block");
     let checked = crate::check::check(&toolbox, &mut errors);
     errors.finish().expect("snapshot input has no mistakes");
     let tokens = crate::expand::expand(&toolbox, &checked);

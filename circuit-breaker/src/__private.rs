@@ -18,7 +18,11 @@ pub const fn policy(threshold: u32, budget: u32, probe_every: u32, steps: bool) 
         if threshold == 0 { 1 } else { threshold },
         if budget == 0 { 1 } else { budget },
         if probe_every == 0 { 1 } else { probe_every },
-        if steps { ProbeUnit::Steps } else { ProbeUnit::Attempts },
+        if steps {
+            ProbeUnit::Steps
+        } else {
+            ProbeUnit::Attempts
+        },
     )
 }
 

@@ -3,7 +3,7 @@
 //! HALF-OPEN.
 //!
 //! The record here is plain data changed by plain functions, under the expeditor's lock. A
-//! small atomic mirror of it ([`Hot`]) lets the healthy path (decide + record success on a
+//! small atomic mirror of it (`Hot`) lets the healthy path (decide + record success on a
 //! CLOSED tool) run without taking that lock and without writing shared memory.
 
 use std::fmt;
@@ -93,7 +93,10 @@ pub(crate) const RUN_MEMORY: usize = 16;
 
 /// The full state of one tool's breaker (R2.1). Read it through
 /// [`Expeditor::breaker`](crate::Expeditor::breaker); it is also what a snapshot stores.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// Equality compares what a snapshot keeps: the probe in flight and its epoch belong to the
+/// process and are left out.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BreakerRecord {
     pub(crate) state: CircuitState,
@@ -117,6 +120,21 @@ pub struct BreakerRecord {
     #[serde(skip)]
     pub(crate) epoch: u64,
 }
+
+impl PartialEq for BreakerRecord {
+    fn eq(&self, other: &Self) -> bool {
+        self.state == other.state
+            && self.consecutive_failures == other.consecutive_failures
+            && self.last_failure == other.last_failure
+            && self.last_success == other.last_success
+            && self.opened_at_step == other.opened_at_step
+            && self.attempts_since_open == other.attempts_since_open
+            && self.recent_failures == other.recent_failures
+            && self.total_failures == other.total_failures
+    }
+}
+
+impl Eq for BreakerRecord {}
 
 impl Default for BreakerRecord {
     fn default() -> Self {

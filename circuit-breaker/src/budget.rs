@@ -188,7 +188,7 @@ impl fmt::Display for Budget {
                 "  Failure {}: {} — \"{}\" (step {})",
                 i + 1,
                 entry.tool,
-                entry.failure.message(),
+                entry.failure.summary(),
                 entry.step
             )?;
             if !entry.charged {

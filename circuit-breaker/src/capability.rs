@@ -218,9 +218,12 @@ impl From<AlternativeWire> for AlternativeSpec {
 
 impl From<AlternativeSpec> for AlternativeWire {
     fn from(spec: AlternativeSpec) -> Self {
-        let severity = match spec.degradation.severity {
-            Severity::Low | Severity::Unknown => None,
-            Severity::High => Some(Severity::High),
+        // `severity` is written only where the reader could not infer it: high, or unknown
+        // despite a text (absent text already reads as unknown, absent severity as low).
+        let severity = match (spec.degradation.severity, &spec.degradation.text) {
+            (Severity::Low, _) | (Severity::Unknown, None) => None,
+            (Severity::High, _) => Some(Severity::High),
+            (Severity::Unknown, Some(_)) => Some(Severity::Unknown),
         };
         AlternativeWire {
             tool: spec.tool,

@@ -10,7 +10,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::expeditor::{Decision, Expeditor, PauseReason, Recorded, Skip, SkipReason, Ticket, ToolId};
+use crate::expeditor::{
+    Decision, Expeditor, PauseReason, Recorded, Skip, SkipReason, Ticket, ToolId,
+};
 use crate::failure::Failure;
 use crate::report::ModelNote;
 use crate::route::{Route, RouteTaken};
@@ -179,7 +181,11 @@ pub enum Plan<'a> {
 /// alternative tool adapter `i` goes through) and whose own breaker allows is taken; one whose
 /// breaker says SKIP is passed over; an alternative without an adapter, the fallback or scope
 /// reduction ends the search as a refusal carrying that route as advice.
-pub fn plan<'a>(expeditor: &'a Expeditor, tool: impl Into<ToolId>, adapters: &[ToolId]) -> Plan<'a> {
+pub fn plan<'a>(
+    expeditor: &'a Expeditor,
+    tool: impl Into<ToolId>,
+    adapters: &[ToolId],
+) -> Plan<'a> {
     let tool = tool.into();
     match expeditor.decide(tool) {
         Decision::Call(ticket) | Decision::Probe(ticket) => Plan::Primary(ticket),
@@ -218,7 +224,10 @@ pub fn plan<'a>(expeditor: &'a Expeditor, tool: impl Into<ToolId>, adapters: &[T
 ///
 /// # Errors
 /// The [`Refusal`] when the tool must not be called.
-pub fn plan_direct(expeditor: &Expeditor, tool: impl Into<ToolId>) -> Result<Ticket<'_>, Box<Refusal>> {
+pub fn plan_direct(
+    expeditor: &Expeditor,
+    tool: impl Into<ToolId>,
+) -> Result<Ticket<'_>, Box<Refusal>> {
     let tool = tool.into();
     match plan(expeditor, tool, &[]) {
         Plan::Primary(ticket) => Ok(ticket),

@@ -746,6 +746,15 @@ impl Expeditor {
         id
     }
 
+    /// The names of every registered tool, in registration order (so that suggestions are
+    /// the same from run to run).
+    pub(crate) fn names_in_order(&self, core: &Core) -> Vec<&str> {
+        (0..core.records.len())
+            .filter_map(|i| u32::try_from(i).ok())
+            .filter_map(|i| self.slot(ToolId(i)).map(|s| s.spec.name()))
+            .collect()
+    }
+
     /// The id of the tool named `name`, if known.
     pub fn tool(&self, name: &str) -> Option<ToolId> {
         self.lock().names.get(name).copied()
@@ -786,7 +795,7 @@ impl Expeditor {
             if index >= MAX_TOOLS {
                 errors.push(MapError::TooManyTools { limit: MAX_TOOLS });
             }
-            let names: Vec<&str> = core.names.keys().map(|k| &**k).collect();
+            let names = self.names_in_order(&core);
             check_tool(&spec, index, &names, &mut errors);
             if !errors.is_empty() {
                 return Err(MapErrors(errors));

@@ -212,6 +212,24 @@ impl Failure {
     pub fn category(&self) -> FailureCategory {
         self.category
     }
+
+    /// The message on one line, for tables and one-line reports: its first non-empty line,
+    /// with ` …` when more followed.
+    pub fn summary(&self) -> Cow<'_, str> {
+        let mut lines = self
+            .message
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty());
+        let first = lines.next().unwrap_or("");
+        if lines.next().is_some() {
+            Cow::Owned(format!("{first} …"))
+        } else if first.len() == self.message.len() {
+            Cow::Borrowed(&self.message)
+        } else {
+            Cow::Borrowed(first)
+        }
+    }
 }
 
 impl fmt::Display for Failure {

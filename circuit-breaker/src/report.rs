@@ -7,6 +7,7 @@
 //!   work, tool health, failures and recommendations (R7.3).
 //! - [`ModelNote`]: the short text for a language model (B7).
 
+use std::borrow::Cow;
 use std::fmt::{self, Write as _};
 
 use serde::{Deserialize, Serialize};
@@ -65,7 +66,7 @@ impl fmt::Display for StateTable {
                     row.consecutive_failures.to_string(),
                     row.last_failure.as_ref().map_or_else(
                         || NONE.to_owned(),
-                        |m| format!("{} {}", m.at, m.failure.message()),
+                        |m| format!("{} {}", m.at, m.failure.summary()),
                     ),
                     row.last_success
                         .as_ref()
@@ -147,21 +148,22 @@ impl ToolHealth {
     }
 
     fn from_record(tool: &str, record: &BreakerRecord) -> Self {
-        let mut messages: Vec<&str> = Vec::new();
+        let mut messages: Vec<Cow<'_, str>> = Vec::new();
         for failure in record.recent_failures() {
-            if !messages.contains(&failure.message()) {
-                messages.push(failure.message());
+            let summary = failure.summary();
+            if !messages.contains(&summary) {
+                messages.push(summary);
             }
         }
         if messages.is_empty()
             && record.consecutive_failures() > 0
             && let Some(mark) = record.last_failure()
         {
-            messages.push(mark.failure.message());
+            messages.push(mark.failure.summary());
         }
         let errors = match messages.as_slice() {
             [] => None,
-            [one] => Some((*one).to_owned()),
+            [one] => Some(one.to_string()),
             many => {
                 let mut words: Vec<&str> = Vec::new();
                 for word in many.iter().filter_map(|m| m.split_whitespace().next()) {
@@ -375,7 +377,10 @@ impl ModelNote {
     }
 
     pub(crate) fn for_route(skip: &Skip<'_>, route: &Route<'_>) -> Self {
-        let name = skip.tool_name();
+        let name = match skip.reason() {
+            SkipReason::UnknownTool => format!("Tool #{}", skip.tool().index()),
+            _ => skip.tool_name().to_owned(),
+        };
         let why = match skip.reason() {
             SkipReason::UnknownTool => "it is not a tool of this agent".to_owned(),
             reason => {
@@ -392,7 +397,7 @@ impl ModelNote {
                     );
                 }
                 if let Some(mark) = record.last_failure() {
-                    let _ = write!(why, " (last error: \"{}\")", mark.failure.message());
+                    let _ = write!(why, " (last error: {})", quoted_for_model(&mark.failure));
                 }
                 why
             }
@@ -411,7 +416,7 @@ impl ModelNote {
             }
         };
         ModelNote {
-            tool: Some(name.to_owned()),
+            tool: Some(name),
             why,
             instead,
         }
@@ -428,6 +433,19 @@ impl ModelNote {
             why,
             instead: "stop and report the completed and incomplete work to the user.".to_owned(),
         }
+    }
+}
+
+/// The last error as the model may read it: quoted on one line, unless it would invite a
+/// retry ("try again later"), in which case only its category is given (B7).
+fn quoted_for_model(failure: &crate::failure::Failure) -> String {
+    const INVITATIONS: [&str; 5] = ["retry", "try again", "again later", "try later", "re-try"];
+    let summary = failure.summary();
+    let lower = summary.to_lowercase();
+    if INVITATIONS.iter().any(|p| lower.contains(p)) {
+        format!("a {} failure", failure.category())
+    } else {
+        format!("\"{summary}\"")
     }
 }
 

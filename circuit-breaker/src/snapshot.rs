@@ -218,7 +218,7 @@ impl Expeditor {
         let count = {
             let mut core = self.lock();
             // Check the unknown tools' specs against every name they may refer to.
-            let mut names: Vec<&str> = core.names.keys().map(|k| &**k).collect();
+            let mut names = self.names_in_order(&core);
             names.extend(snapshot.tools.iter().map(|t| t.spec.name()));
             let mut errors = Vec::new();
             for (index, tool) in snapshot.tools.iter().enumerate() {

@@ -1,0 +1,328 @@
+//! Shared fixtures for the integration tests: the seed's capability map (step 1) and task
+//! (step 5), a wall clock fixed at a known instant, helpers that drive the expeditor the way
+//! an executor does, an event log, and golden-file comparison.
+//!
+//! Golden files live in `tests/golden/`. Each file holds the rendered text followed by one
+//! newline. Run with `UPDATE_GOLDEN=1` to rewrite them after an intended change — except the
+//! `seed_*` files, which are copied verbatim from the seed and are never rewritten.
+
+// Every test binary includes this module and uses a different subset of it.
+#![allow(dead_code)]
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use circuit_breaker::{
+    AlternativeSpec, CapabilityMap, Decision, Degradation, Event, Expeditor, Failure, ManualClock,
+    Observer, Policy, Recorded, Task, Timestamp, ToolId, ToolSpec,
+};
+
+/// 2026-11-30T07:35:03Z: every test's wall clock starts here.
+pub const T0: Timestamp = Timestamp::from_secs(1_796_024_103);
+
+pub const SEED_TOOLS: [&str; 6] = ["Grep", "Bash", "Read", "Write", "Edit", "WebSearch"];
+
+pub fn grep_spec() -> ToolSpec {
+    ToolSpec::new("Grep")
+        .provides("content search across files")
+        .alternative(
+            AlternativeSpec::new("Bash")
+                .method("rg or grep command")
+                .degradation(Degradation::low("loses Grep's built-in output formatting")),
+        )
+        .alternative(
+            AlternativeSpec::new("Read")
+                .method("read suspected files directly")
+                .degradation(Degradation::high(
+                    "requires knowing which files to check; no broad search",
+                )),
+        )
+        .fallback("ask the user which files to examine")
+}
+
+pub fn bash_spec() -> ToolSpec {
+    ToolSpec::new("Bash")
+        .provides("command execution, build tools, git operations")
+        .fallback("report commands that need to be run manually")
+}
+
+pub fn read_spec() -> ToolSpec {
+    ToolSpec::new("Read")
+        .provides("file content inspection")
+        .alternative(
+            AlternativeSpec::new("Bash")
+                .method("cat or head command")
+                .degradation(Degradation::low(
+                    "loses line numbering and truncation safety",
+                )),
+        )
+        .fallback("ask the user to paste file contents")
+}
+
+pub fn write_spec() -> ToolSpec {
+    ToolSpec::new("Write")
+        .provides("file creation")
+        .alternative(
+            AlternativeSpec::new("Edit")
+                .method("create via full-file edit")
+                .degradation(Degradation::high("requires file to already exist for Edit")),
+        )
+        .alternative(
+            AlternativeSpec::new("Bash")
+                .method("echo/cat heredoc")
+                .degradation(Degradation::low("loses Write's atomic file creation")),
+        )
+        .fallback("output file contents for the user to save manually")
+}
+
+/// Not in the seed's map (which names it only as an alternative of Write): our own spec.
+pub fn edit_spec() -> ToolSpec {
+    ToolSpec::new("Edit")
+        .provides("in-place file modification")
+        .fallback("describe the edit for the user to apply")
+}
+
+pub fn websearch_spec() -> ToolSpec {
+    ToolSpec::new("WebSearch")
+        .provides("external information retrieval")
+        .fallback("state what information is needed; ask user to provide it")
+}
+
+/// The seed's capability map with Edit declared, in the order of the seed's state table.
+pub fn seed_map() -> CapabilityMap {
+    CapabilityMap::new()
+        .tool(grep_spec())
+        .tool(bash_spec())
+        .tool(read_spec())
+        .tool(write_spec())
+        .tool(edit_spec())
+        .tool(websearch_spec())
+}
+
+/// The seed's capability map exactly as the seed writes it: Write names Edit, which the map
+/// never declares.
+pub fn seed_map_as_written() -> CapabilityMap {
+    CapabilityMap::new()
+        .tool(grep_spec())
+        .tool(bash_spec())
+        .tool(read_spec())
+        .tool(write_spec())
+        .tool(websearch_spec())
+}
+
+/// The seed's task (steps 5 and 7): five sub-tasks and the tools they need.
+pub fn seed_task() -> Task {
+    Task::new()
+        .subtask("Read configuration files", ["Read"])
+        .subtask("Search for deprecated patterns", ["Grep"])
+        .subtask("Run test suite", ["Bash"])
+        .subtask("Update documentation", ["Edit"])
+        .subtask("Deploy to staging", ["Bash"])
+}
+
+pub fn clock() -> ManualClock {
+    ManualClock::new(T0)
+}
+
+pub fn policy_with_budget(budget: u32) -> Policy {
+    Policy::builder()
+        .budget(budget)
+        .build()
+        .expect("valid policy")
+}
+
+/// An expeditor over `map` with `policy` and `clock`.
+pub fn expeditor_with(map: CapabilityMap, policy: Policy, clock: &ManualClock) -> Expeditor {
+    Expeditor::builder(map)
+        .policy(policy)
+        .clock(clock.clone())
+        .build()
+        .expect("valid map")
+}
+
+/// The seed's map, the default policy (3 / 5 / 3) and a manual clock at [`T0`].
+pub fn seed_expeditor() -> (Expeditor, ManualClock) {
+    let clock = clock();
+    let expeditor = expeditor_with(seed_map(), Policy::default(), &clock);
+    (expeditor, clock)
+}
+
+pub fn id(expeditor: &Expeditor, name: &str) -> ToolId {
+    expeditor
+        .tool(name)
+        .unwrap_or_else(|| panic!("tool {name} is not registered"))
+}
+
+/// Asks the expeditor and, given a CALL or PROBE, records a failure through the ticket.
+pub fn fail(expeditor: &Expeditor, name: &str, failure: impl Into<Failure>) -> Recorded {
+    match expeditor.decide(id(expeditor, name)) {
+        Decision::Call(ticket) | Decision::Probe(ticket) => ticket.failure(failure),
+        other => panic!("expected CALL or PROBE for {name}, got {}", other.kind()),
+    }
+}
+
+/// Asks the expeditor and, given a CALL or PROBE, records a success through the ticket.
+pub fn succeed(expeditor: &Expeditor, name: &str) {
+    match expeditor.decide(id(expeditor, name)) {
+        Decision::Call(ticket) | Decision::Probe(ticket) => ticket.success(),
+        other => panic!("expected CALL or PROBE for {name}, got {}", other.kind()),
+    }
+}
+
+/// Fails `name` once per message; returns what the last failure did.
+pub fn fail_all(expeditor: &Expeditor, name: &str, messages: &[&'static str]) -> Recorded {
+    let mut last = None;
+    for message in messages {
+        last = Some(fail(expeditor, name, *message));
+    }
+    last.expect("at least one message")
+}
+
+/// Opens `name` with the default threshold of 3.
+pub fn open3(expeditor: &Expeditor, name: &str) -> Recorded {
+    let recorded = fail_all(
+        expeditor,
+        name,
+        &[
+            "permission denied",
+            "command not found",
+            "timeout after 120s",
+        ],
+    );
+    assert!(recorded.opened, "{name} should be OPEN after 3 failures");
+    recorded
+}
+
+/// The kind of a decision (`CALL`, `PROBE`, `SKIP`, `PAUSE`); a ticket is dropped unrecorded.
+pub fn kind(decision: Decision<'_>) -> &'static str {
+    decision.kind()
+}
+
+/// Every event the expeditor reports, in order.
+#[derive(Clone, Default)]
+pub struct EventLog(Arc<Mutex<Vec<Event>>>);
+
+impl EventLog {
+    pub fn observer(&self) -> impl Observer + use<> {
+        let log = Arc::clone(&self.0);
+        move |event: &Event| log.lock().unwrap().push(event.clone())
+    }
+
+    pub fn events(&self) -> Vec<Event> {
+        self.0.lock().unwrap().clone()
+    }
+
+    pub fn take(&self) -> Vec<Event> {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
+
+    pub fn kinds(&self) -> Vec<&'static str> {
+        self.0.lock().unwrap().iter().map(Event::kind).collect()
+    }
+}
+
+fn golden_path(file: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("golden")
+        .join(file)
+}
+
+/// Compares `actual` with `tests/golden/<file>` (which holds `actual` plus one newline).
+/// `UPDATE_GOLDEN=1` rewrites the file instead, except for the seed's verbatim `seed_*` files.
+/// On a mismatch, panics with a line diff.
+#[track_caller]
+pub fn assert_golden(file: &str, actual: &str) {
+    let path = golden_path(file);
+    let wanted = format!("{actual}\n");
+    let update = std::env::var("UPDATE_GOLDEN").is_ok_and(|v| v == "1");
+    if update && !file.starts_with("seed_") {
+        std::fs::create_dir_all(path.parent().expect("golden dir")).expect("create golden dir");
+        std::fs::write(&path, &wanted).expect("write golden file");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "golden file {} not readable ({e}); run with UPDATE_GOLDEN=1 to create it.\n\
+             actual text:\n{actual}",
+            path.display()
+        )
+    });
+    if expected != wanted {
+        panic!(
+            "rendered text differs from golden file {}{}\n\
+             (- golden, + actual; `·` marks a trailing space, `⏎` a missing final newline)\n{}",
+            path.display(),
+            if file.starts_with("seed_") {
+                " (copied verbatim from the seed: fix the code, not the file)"
+            } else {
+                "; if the change is intended, rerun with UPDATE_GOLDEN=1"
+            },
+            line_diff(&expected, &wanted)
+        );
+    }
+}
+
+/// A small line diff (longest common subsequence), readable in a test failure.
+pub fn line_diff(expected: &str, actual: &str) -> String {
+    let show = |line: &str| -> String {
+        let trimmed = line.trim_end_matches(' ');
+        let spaces = line.len() - trimmed.len();
+        format!("{trimmed}{}", "·".repeat(spaces))
+    };
+    let split = |text: &str| -> Vec<String> {
+        let mut lines: Vec<String> = text.split('\n').map(show).collect();
+        match lines.last() {
+            Some(last) if last.is_empty() => {
+                lines.pop();
+            }
+            Some(_) => {
+                let last = lines.pop().expect("non-empty");
+                lines.push(format!("{last}⏎"));
+            }
+            None => {}
+        }
+        lines
+    };
+    let (a, b) = (split(expected), split(actual));
+    let (n, m) = (a.len(), b.len());
+    let mut lcs = vec![vec![0usize; m + 1]; n + 1];
+    for i in (0..n).rev() {
+        for j in (0..m).rev() {
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let mut out = String::new();
+    let (mut i, mut j) = (0, 0);
+    while i < n || j < m {
+        if i < n && j < m && a[i] == b[j] {
+            let _ = writeln!(out, "  {:>3} | {}", i + 1, a[i]);
+            i += 1;
+            j += 1;
+        } else if i < n && (j == m || lcs[i + 1][j] >= lcs[i][j + 1]) {
+            let _ = writeln!(out, "- {:>3} | {}", i + 1, a[i]);
+            i += 1;
+        } else {
+            let _ = writeln!(out, "+ {:>3} | {}", j + 1, b[j]);
+            j += 1;
+        }
+    }
+    out
+}
+
+/// Asserts that a text for the model never invites a retry (B7).
+#[track_caller]
+pub fn assert_no_retry_invitation(text: &str) {
+    let lower = text.to_lowercase();
+    for phrase in ["retry", "try again", "again later"] {
+        assert!(
+            !lower.contains(phrase),
+            "text for the model contains {phrase:?}: {text}"
+        );
+    }
+}

@@ -1,0 +1,215 @@
+//! B5: the healthy path (decide + success on a CLOSED tool) and the rejection path (decide on
+//! an OPEN tool, then its route) allocate nothing.
+//!
+//! A counting global allocator wraps the system allocator in this test binary only. It counts
+//! per thread, and only while a thread has switched counting on, so the harness and other
+//! tests running in parallel do not disturb the counts.
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::hint::black_box;
+
+use circuit_breaker::{Decision, Expeditor, Policy, ProbeUnit, Route, SkipReason};
+use common::{clock, expeditor_with, id, open3, seed_map, succeed};
+
+struct Counting;
+
+thread_local! {
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+    static BYTES: Cell<usize> = const { Cell::new(0) };
+}
+
+fn note(size: usize) {
+    // `try_with`: the allocator may run while this thread's locals are being torn down.
+    if COUNTING.try_with(Cell::get).unwrap_or(false) {
+        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+        let _ = BYTES.try_with(|n| n.set(n.get() + size));
+    }
+}
+
+// SAFETY: every method forwards to `System` with the caller's arguments unchanged; counting
+// only touches const-initialised thread locals, which never allocate.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note(layout.size());
+        // SAFETY: forwarded as is.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note(layout.size());
+        // SAFETY: forwarded as is.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        note(new_size);
+        // SAFETY: forwarded as is.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded as is.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Runs `f` with counting on for this thread; returns (allocations, bytes).
+fn allocations_in(f: impl FnOnce()) -> (usize, usize) {
+    ALLOCATIONS.with(|n| n.set(0));
+    BYTES.with(|n| n.set(0));
+    COUNTING.with(|c| c.set(true));
+    f();
+    COUNTING.with(|c| c.set(false));
+    (ALLOCATIONS.with(Cell::get), BYTES.with(Cell::get))
+}
+
+#[test]
+fn b5_the_counter_sees_allocations() {
+    let (count, bytes) = allocations_in(|| {
+        let v: Vec<u64> = black_box(Vec::with_capacity(16));
+        drop(v);
+        let s = black_box(String::from("circuit"));
+        drop(s);
+    });
+    assert_eq!(count, 2);
+    assert!(bytes >= 16 * 8 + 7, "{bytes}");
+}
+
+#[test]
+fn b5_the_counter_sees_allocations_made_by_the_expeditor() {
+    let clock = clock();
+    let expeditor = expeditor_with(seed_map(), Policy::default(), &clock);
+    let bash = id(&expeditor, "Bash");
+    // Recording a failure writes the ledger; rendering a note builds strings.
+    let (count, _) = allocations_in(|| {
+        let Decision::Call(ticket) = expeditor.decide(bash) else {
+            panic!("Bash is CLOSED")
+        };
+        black_box(ticket.failure("permission denied"));
+    });
+    assert!(count > 0, "a failure is written down");
+    open3(&expeditor, "Grep");
+    let (count, _) = allocations_in(|| {
+        let Decision::Skip(skip) = expeditor.decide(id(&expeditor, "Grep")) else {
+            panic!("Grep is OPEN")
+        };
+        black_box(skip.for_model());
+    });
+    assert!(count > 0, "text for the model is built");
+}
+
+#[test]
+fn b5_decide_and_success_on_a_closed_tool_allocate_nothing() {
+    let clock = clock();
+    let expeditor = expeditor_with(seed_map(), Policy::default(), &clock);
+    let grep = id(&expeditor, "Grep");
+    // Warm-up: the first success of a step is timed on the slow path.
+    succeed(&expeditor, "Grep");
+    let mut calls = 0;
+    let (count, bytes) = allocations_in(|| {
+        for _ in 0..1_000 {
+            match black_box(&expeditor).decide(grep) {
+                Decision::Call(ticket) => {
+                    calls += 1;
+                    ticket.success();
+                }
+                other => panic!("Grep is CLOSED, got {}", other.kind()),
+            }
+        }
+    });
+    assert_eq!(calls, 1_000);
+    assert_eq!(
+        (count, bytes),
+        (0, 0),
+        "decide + success on a CLOSED tool allocated"
+    );
+}
+
+#[test]
+fn b5_the_rejection_path_allocates_nothing() {
+    let clock = clock();
+    // Probes counted in steps and no step passes: every ask is a SKIP.
+    let policy = Policy::builder()
+        .probe_unit(ProbeUnit::Steps)
+        .build()
+        .unwrap();
+    let expeditor: Expeditor = expeditor_with(seed_map(), policy, &clock);
+    let bash = id(&expeditor, "Bash");
+    let grep = id(&expeditor, "Grep");
+    open3(&expeditor, "Bash");
+    // Warm-up.
+    let _ = expeditor.decide(bash);
+    let mut routes = 0;
+    let (count, bytes) = allocations_in(|| {
+        for _ in 0..1_000 {
+            let Decision::Skip(skip) = black_box(&expeditor).decide(bash) else {
+                panic!("Bash is OPEN")
+            };
+            assert_eq!(skip.reason(), SkipReason::Open);
+            let Route::Fallback(text) = skip.route() else {
+                panic!("Bash has no alternatives")
+            };
+            black_box(text);
+            routes += skip.routes().count();
+            // An OPEN alternative is passed over without allocating either.
+            let Decision::Call(ticket) = expeditor.decide(grep) else {
+                panic!("Grep is CLOSED")
+            };
+            ticket.cancel();
+        }
+    });
+    assert_eq!(routes, 2_000);
+    assert_eq!((count, bytes), (0, 0), "the rejection path allocated");
+}
+
+#[test]
+fn b5_routing_past_open_alternatives_allocates_nothing() {
+    let clock = clock();
+    let policy = Policy::builder()
+        .budget(20)
+        .probe_unit(ProbeUnit::Steps)
+        .build()
+        .unwrap();
+    let expeditor = expeditor_with(seed_map(), policy, &clock);
+    let grep = id(&expeditor, "Grep");
+    open3(&expeditor, "Bash");
+    open3(&expeditor, "Grep");
+    let _ = expeditor.decide(grep);
+    let (count, bytes) = allocations_in(|| {
+        for _ in 0..1_000 {
+            let Decision::Skip(skip) = black_box(&expeditor).decide(grep) else {
+                panic!("Grep is OPEN")
+            };
+            let Route::Alternative(route) = skip.route() else {
+                panic!("Read is CLOSED")
+            };
+            black_box(route.name());
+        }
+    });
+    assert_eq!((count, bytes), (0, 0), "routing past Bash allocated");
+}
+
+#[test]
+fn b5_a_pause_allocates_nothing() {
+    let clock = clock();
+    let expeditor = expeditor_with(seed_map(), Policy::default(), &clock);
+    let grep = id(&expeditor, "Grep");
+    open3(&expeditor, "Bash");
+    common::fail_all(&expeditor, "Read", &["a", "b"]);
+    let (count, bytes) = allocations_in(|| {
+        for _ in 0..1_000 {
+            let Decision::Pause(pause) = black_box(&expeditor).decide(grep) else {
+                panic!("the budget is spent")
+            };
+            black_box(pause.reason());
+        }
+    });
+    assert_eq!((count, bytes), (0, 0), "a PAUSE allocated");
+}

@@ -1,0 +1,18 @@
+//! B1: every mistake in a `#[toolbox]` / `#[tool(..)]` is a compile error at the offending
+//! token, all mistakes of a file in one compile (`tests/ui/fail/<mistake>.rs` with the exact
+//! `.stderr`), and the valid shapes of the grammar compile and run (`tests/ui/pass/*.rs`).
+//!
+//! Regenerate the expected output with `TRYBUILD=overwrite cargo test --test macro_ui`, then
+//! read every changed `.stderr`: one intended error per mistake, on the offending token.
+
+#[test]
+fn b1_compile_errors_are_spanned_and_complete() {
+    let t = trybuild::TestCases::new();
+    t.compile_fail("tests/ui/fail/*.rs");
+}
+
+#[test]
+fn b1_valid_toolboxes_compile() {
+    let t = trybuild::TestCases::new();
+    t.pass("tests/ui/pass/*.rs");
+}

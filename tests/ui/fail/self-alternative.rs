@@ -1,0 +1,23 @@
+use std::io;
+
+use circuit_breaker::toolbox;
+
+struct Workspace;
+
+#[toolbox]
+impl Workspace {
+    #[tool(
+        provides = "content search across files",
+        alternatives(grep(method = "search again with a simpler pattern")),
+        fallback = "ask the user which files to examine",
+    )]
+    fn grep(&self, pattern: &str) -> io::Result<Vec<String>> {
+        Ok(vec![pattern.to_owned()])
+    }
+}
+
+fn main() {
+    // The generated names stay resolvable: the mistakes above are the only errors.
+    let agent = GuardedWorkspace::new(Workspace);
+    println!("{:?} {}", WorkspaceTool::ALL, agent.expeditor().state_table());
+}

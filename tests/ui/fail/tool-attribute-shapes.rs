@@ -1,0 +1,28 @@
+use std::io;
+
+use circuit_breaker::toolbox;
+
+struct Workspace;
+
+#[toolbox]
+impl Workspace {
+    #[tool]
+    fn grep(&self, pattern: &str) -> io::Result<Vec<String>> {
+        Ok(vec![pattern.to_owned()])
+    }
+
+    #[tool(provides = "file content inspection")]
+    #[tool(fallback = "ask the user to paste file contents")]
+    fn read(&self, path: &str) -> io::Result<String> {
+        Ok(path.to_owned())
+    }
+
+    #[tool(provides = "the default search root", fallback = "ask the user")]
+    const ROOT: &'static str = ".";
+}
+
+fn main() {
+    // The generated names stay resolvable: the mistakes above are the only errors.
+    let agent = GuardedWorkspace::new(Workspace);
+    println!("{:?} {}", WorkspaceTool::ALL, agent.expeditor().state_table());
+}
