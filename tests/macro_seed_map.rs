@@ -129,11 +129,14 @@ impl Workspace {
     }
 }
 
+/// Fails a tool three times in one step, then moves to the next step: circuits that open
+/// in different steps with unrelated errors stay independent (R9.6).
 fn open_with_failures(agent: &GuardedWorkspace, tool: WorkspaceTool, mut call: impl FnMut()) {
     for _ in 0..3 {
         call();
     }
     assert_eq!(agent.expeditor().state(tool), Some(CircuitState::Open));
+    agent.expeditor().advance_step();
 }
 
 #[test]

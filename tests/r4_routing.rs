@@ -10,11 +10,14 @@ use circuit_breaker::{
 use common::{SEED_TOOLS, clock, expeditor_with, id, kind, open3, seed_map};
 
 /// The seed's map with room in the budget to open several tools. Probes are counted in steps
-/// and no step passes, so asking about an OPEN tool again and again never probes it.
+/// and no step passes, so asking about an OPEN tool again and again never probes it. Several
+/// circuits open in one step here on purpose, so cascade detection (R9) is off: routing alone
+/// is under test.
 fn roomy() -> Expeditor {
     let policy = Policy::builder()
         .budget(100)
         .probe_unit(ProbeUnit::Steps)
+        .cascade_detection(false)
         .build()
         .unwrap();
     expeditor_with(seed_map(), policy, &clock())

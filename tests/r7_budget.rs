@@ -165,6 +165,7 @@ fn seed_pause_report() -> PauseReport {
             category,
         };
     PauseReport {
+        systemic: None,
         paused: Some(PauseReason::BudgetExhausted {
             consumed: 5,
             limit: 5,

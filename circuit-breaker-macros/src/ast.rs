@@ -3,7 +3,7 @@
 
 use darling::ast::NestedMeta;
 use darling::error::Accumulator;
-use darling::util::SpannedValue;
+use darling::util::{Flag, SpannedValue};
 use darling::{Error, FromMeta};
 use proc_macro2::{Span, TokenStream};
 use syn::spanned::Spanned;
@@ -45,16 +45,28 @@ pub struct ToolArgs {
     pub threshold: Option<SpannedValue<u32>>,
     #[darling(default, with = count)]
     pub probe_every: Option<SpannedValue<u32>>,
+    /// `caches`: the tool's documentation says it caches; results are UNVERIFIED (R6.2).
+    pub caches: Flag,
+    /// `freshness`: outputs are compared with the last one for the same arguments (R6.2).
+    pub freshness: Flag,
+    /// `serve_stale`: while OPEN, answer with the last good result, labelled STALE DATA.
+    pub serve_stale: Flag,
+    /// `precheck = method`: a pre-call check returning `Availability` (R10).
+    pub precheck: Option<Path>,
 }
 
 /// The keys of `#[tool(..)]`, in the order the grammar documents them.
-const TOOL_KEYS: [&str; 6] = [
+const TOOL_KEYS: [&str; 10] = [
     "provides",
     "alternatives",
     "fallback",
     "name",
     "threshold",
     "probe_every",
+    "caches",
+    "freshness",
+    "serve_stale",
+    "precheck",
 ];
 
 /// `threshold = 3`: a whole number, spanned at the value. Zero parses; the check phase says

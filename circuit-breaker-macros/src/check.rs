@@ -47,6 +47,7 @@ pub fn check(toolbox: &Toolbox, errors: &mut Accumulator) -> Checked {
     let policy = check_policy(toolbox, errors);
     for tool in &toolbox.tools {
         check_tool(tool, errors);
+        check_precheck(toolbox, tool, errors);
     }
     check_names(&toolbox.tools, errors);
     let variants = variants(&toolbox.tools, errors);
@@ -288,6 +289,62 @@ fn resolve_alternatives(
         });
     }
     resolved
+}
+
+/// `precheck = f`: a method of the impl taking no argument but the receiver, returning an
+/// `Availability`; async only for an async tool (R10).
+fn check_precheck(toolbox: &Toolbox, tool: &Tool, errors: &mut Accumulator) {
+    let Some(path) = &tool.args.precheck else {
+        return;
+    };
+    let Some(ident) = path.get_ident() else {
+        errors.push(
+            Error::custom(
+                "`precheck` names a method of this impl block: `precheck = check_server`",
+            )
+            .with_span(path),
+        );
+        return;
+    };
+    let Some(check) = toolbox.methods.iter().find(|m| m.ident == *ident) else {
+        let names: Vec<String> = toolbox
+            .methods
+            .iter()
+            .map(|m| m.ident.to_string())
+            .collect();
+        errors.push(
+            Error::custom(format!(
+                "precheck `{ident}` is not a method of this impl block{}",
+                suggest(&ident.to_string(), names.iter().map(String::as_str))
+            ))
+            .with_span(ident),
+        );
+        return;
+    };
+    let mut problems = Vec::new();
+    if check.arity != 0 {
+        problems.push("it takes no arguments besides `&self`".to_owned());
+    }
+    if check.is_async && tool.method.sig.asyncness.is_none() {
+        problems
+            .push("an async precheck needs an async tool (a sync tool cannot await it)".to_owned());
+    }
+    if check.receiver == Receiver::Mut && tool.receiver != Receiver::Mut {
+        problems.push("it takes `&mut self` but the tool takes `&self`".to_owned());
+    }
+    if check.receiver != Receiver::None && tool.receiver == Receiver::None {
+        problems.push("it takes `self` but the tool has no receiver".to_owned());
+    }
+    if !problems.is_empty() {
+        errors.push(
+            Error::custom(format!(
+                "precheck `{ident}` of tool `{}` cannot be used: {} (write `fn {ident}(&self) -> Availability`)",
+                tool.name,
+                problems.join("; ")
+            ))
+            .with_span(ident),
+        );
+    }
 }
 
 /// An adapter has the tool's signature: same asyncness, arguments, and a receiver the

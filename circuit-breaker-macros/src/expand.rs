@@ -37,6 +37,20 @@ pub fn expand(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
     let index = (0..count).map(|i| u32::try_from(i).unwrap_or(u32::MAX));
 
     let map = capability_map(toolbox, checked);
+    let stale_tools: Vec<&Tool> = toolbox
+        .tools
+        .iter()
+        .filter(|t| t.args.serve_stale.is_present())
+        .collect();
+    let stale_fields = stale_tools.iter().map(|t| {
+        let field = stale_field(t);
+        let output = &t.output;
+        quote!(#field: #krate::__private::StaleCache<<#output as #krate::__private::ToolResult>::Ok>,)
+    });
+    let stale_inits = stale_tools.iter().map(|t| {
+        let field = stale_field(t);
+        quote!(#field: _cb::__private::core::default::Default::default(),)
+    });
     let policy = {
         let p = &checked.policy;
         let (t, b, e, s) = (p.threshold, p.budget, p.probe_every, p.steps);
@@ -72,6 +86,7 @@ pub fn expand(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
         pub struct #handle_ident<#generics_decl> #where_clause {
             toolbox: #self_ty,
             expeditor: #krate::Expeditor,
+            #(#stale_fields)*
         }
 
         const _: () = {
@@ -170,6 +185,7 @@ pub fn expand(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
                     Self {
                         toolbox,
                         expeditor: _cb::__private::expeditor(configure(builder)),
+                        #(#stale_inits)*
                     }
                 }
 
@@ -245,8 +261,9 @@ fn capability_map(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
         };
         let threshold = option(tool.args.threshold.as_deref().copied());
         let probe_every = option(tool.args.probe_every.as_deref().copied());
+        let caches = tool.args.caches.is_present();
         specs.push(quote! {
-            _cb::__private::ToolSpec::new_static(#name, #provides, &#alts_ident, #fallback, #threshold, #probe_every)
+            _cb::__private::ToolSpec::new_static(#name, #provides, &#alts_ident, #fallback, #threshold, #probe_every, #caches)
         });
     }
     let count = specs.len();
@@ -346,18 +363,79 @@ fn handle_method(
         .filter_map(|alt| alt.via.as_ref().map(|via| (via, alt.target)))
         .collect();
 
+    // Freshness (R6): which tools label their values, and keep the last good one.
+    let fresh = tool.args.freshness.is_present();
+    let caches = tool.args.caches.is_present();
+    let stale = tool.args.serve_stale.is_present();
+    let labelled = fresh || caches || stale;
+    let hashed = fresh || stale;
+    let value_ty = quote_spanned!(output_span=> <#output as _cb::__private::ToolResult>::Ok);
+    let args_digest = if hashed {
+        quote!(let __cb_args: u64 = _cb::__private::digest(&(#(&#args,)*));)
+    } else {
+        TokenStream::new()
+    };
+    let freshen = if labelled {
+        let args_field = if fresh {
+            quote!(_cb::__private::core::option::Option::Some(__cb_args))
+        } else {
+            quote!(_cb::__private::core::option::Option::None)
+        };
+        let digest =
+            if fresh {
+                quote!(|__cb_value| _cb::__private::core::option::Option::Some(
+                    _cb::__private::digest(__cb_value)
+                ))
+            } else {
+                quote!(|_| _cb::__private::core::option::Option::None)
+            };
+        quote! {
+            #[allow(unused_imports)]
+            use _cb::__private::{NotDated as _, ViaDated as _};
+            let __cb_freshen: _cb::__private::Freshen<#value_ty> = _cb::__private::Freshen {
+                tool: _cb::ToolId::from(#enum_ident::#variant),
+                args: #args_field,
+                digest: #digest,
+                dated: |__cb_value| (&_cb::__private::DateOf(__cb_value)).__cb_data_time(),
+            };
+        }
+    } else {
+        TokenStream::new()
+    };
+    let stale_field = stale_field(tool);
+    // How one call ends: recorded, labelled, kept.
+    let finish = |ticket: TokenStream, route: TokenStream, result: &TokenStream| {
+        let finished = if labelled {
+            quote!(_cb::__private::finish_fresh(&self.expeditor, #ticket, #route, #result, #failure, &__cb_freshen))
+        } else {
+            quote!(_cb::__private::finish(#ticket, #route, #result, #failure))
+        };
+        if stale {
+            quote!({
+                let __cb_outcome = #finished;
+                _cb::__private::keep_last_good(&self.#stale_field, __cb_args, &self.expeditor, &__cb_outcome);
+                __cb_outcome
+            })
+        } else {
+            finished
+        }
+    };
+    let refuse = if stale {
+        quote!(_cb::__private::serve_stale(__cb_refusal, &self.#stale_field, __cb_args))
+    } else {
+        quote!(_cb::__private::core::result::Result::Err(
+            _cb::CallError::Refused(__cb_refusal)
+        ))
+    };
+    let none = quote!(_cb::__private::core::option::Option::None);
+    let prechecks = prechecks(toolbox, checked, index, &adapters, enum_ident);
+
     let body = if adapters.is_empty() {
+        let done = finish(quote!(__cb_ticket), none.clone(), &primary_result);
         quote! {
             match _cb::__private::plan_direct(&self.expeditor, #enum_ident::#variant) {
-                _cb::__private::core::result::Result::Ok(__cb_ticket) => _cb::__private::finish(
-                    __cb_ticket,
-                    _cb::__private::core::option::Option::None,
-                    #primary_result,
-                    #failure,
-                ),
-                _cb::__private::core::result::Result::Err(__cb_refusal) => {
-                    _cb::__private::core::result::Result::Err(_cb::CallError::Refused(__cb_refusal))
-                }
+                _cb::__private::core::result::Result::Ok(__cb_ticket) => #done,
+                _cb::__private::core::result::Result::Err(__cb_refusal) => #refuse,
             }
         }
     } else {
@@ -372,29 +450,29 @@ fn handle_method(
             let call = call(toolbox, receiver, via, args, is_async, via.span());
             let call_result = into_result(&call);
             let pattern = if i == last { quote!(..) } else { quote!(index: #i, ..) };
+            let done = finish(
+                quote!(__cb_ticket),
+                quote!(_cb::__private::core::option::Option::Some(__cb_route)),
+                &call_result,
+            );
             quote! {
-                _cb::__private::Plan::Adapter { ticket: __cb_ticket, route: __cb_route, #pattern } => _cb::__private::finish(
-                    __cb_ticket,
-                    _cb::__private::core::option::Option::Some(__cb_route),
-                    #call_result,
-                    #failure,
-                ),
+                _cb::__private::Plan::Adapter { ticket: __cb_ticket, route: __cb_route, #pattern } => #done,
             }
         });
+        let done = finish(quote!(__cb_ticket), none, &primary_result);
         quote! {
             match _cb::__private::plan(&self.expeditor, #enum_ident::#variant, &[#(#targets),*]) {
-                _cb::__private::Plan::Primary(__cb_ticket) => _cb::__private::finish(
-                    __cb_ticket,
-                    _cb::__private::core::option::Option::None,
-                    #primary_result,
-                    #failure,
-                ),
+                _cb::__private::Plan::Primary(__cb_ticket) => #done,
                 #(#arms)*
-                _cb::__private::Plan::Refuse(__cb_refusal) => {
-                    _cb::__private::core::result::Result::Err(_cb::CallError::Refused(__cb_refusal))
-                }
+                _cb::__private::Plan::Refuse(__cb_refusal) => #refuse,
             }
         }
+    };
+    let body = quote! {
+        #args_digest
+        #prechecks
+        #freshen
+        #body
     };
 
     let ok = quote_spanned!(output_span=> <#output as _cb::__private::ToolResult>::Ok);
@@ -416,4 +494,61 @@ fn handle_method(
             #body
         }
     }
+}
+
+/// The field of the guarded handle keeping a `serve_stale` tool's last good results.
+fn stale_field(tool: &Tool) -> Ident {
+    format_ident!("__cb_stale_{}", crate::ast::unraw(tool.ident()))
+}
+
+/// Runs the pre-call checks that are due (R10): the tool's own, and those of the
+/// alternatives its adapters go through (a sync tool runs only their sync checks).
+fn prechecks(
+    toolbox: &Toolbox,
+    checked: &Checked,
+    index: usize,
+    adapters: &[(&Ident, usize)],
+    enum_ident: &Ident,
+) -> TokenStream {
+    let tool = &toolbox.tools[index];
+    let tool_async = tool.method.sig.asyncness.is_some();
+    let mut wanted = vec![index];
+    wanted.extend(adapters.iter().map(|(_, target)| *target));
+    let mut out = TokenStream::new();
+    for (n, target) in wanted.into_iter().enumerate() {
+        let owner = &toolbox.tools[target];
+        let Some(check) = owner.args.precheck.as_ref().and_then(Path::get_ident) else {
+            continue;
+        };
+        let Some(method) = toolbox.methods.iter().find(|m| m.ident == *check) else {
+            continue;
+        };
+        if method.is_async && !tool_async {
+            continue;
+        }
+        // An adapter's target is checked through `&self`; skip checks needing `&mut self`
+        // there, and checks needing a receiver for a tool without one.
+        if n > 0 && method.receiver == Receiver::Mut {
+            continue;
+        }
+        if method.receiver != Receiver::None && tool.receiver == Receiver::None {
+            continue;
+        }
+        let variant = &checked.variants[target];
+        let run = call(
+            toolbox,
+            method.receiver,
+            check,
+            &[],
+            method.is_async,
+            check.span(),
+        );
+        out.extend(quote! {
+            if self.expeditor.precheck_due(#enum_ident::#variant) {
+                let __cb_availability = _cb::__private::IntoAvailability::into_availability(#run);
+                self.expeditor.record_precheck(#enum_ident::#variant, __cb_availability);
+            }
+        });
+    }
+    out
 }

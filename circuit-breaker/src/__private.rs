@@ -3,10 +3,15 @@
 use std::fmt;
 
 pub use crate::capability::{AlternativeSpec, CapabilityMap, Degradation, ToolSpec};
-pub use crate::executor::{CallError, Plan, Routed, finish, plan, plan_direct};
+pub use crate::executor::{
+    CallError, Freshen, Plan, Routed, finish, finish_fresh, keep_last_good, plan, plan_direct,
+    serve_stale,
+};
 pub use crate::expeditor::{Expeditor, ExpeditorBuilder, ToolId};
 pub use crate::failure::{Classify, Failure};
+pub use crate::freshness::{Dated, StaleCache, digest};
 pub use crate::policy::{Policy, ProbeUnit};
+pub use crate::precheck::Availability;
 pub use crate::toolbox::{ToolSet, UnknownTool};
 pub use core;
 pub use serde;
@@ -110,4 +115,45 @@ pub fn deserialize_tool<'de, T: ToolSet, D: serde::Deserializer<'de>>(
 ) -> Result<T, D::Error> {
     let name = <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(deserializer)?;
     T::from_name(&name).map_err(serde::de::Error::custom)
+}
+
+/// Wraps a tool's value to read its date when it has one ([`Dated`]).
+pub struct DateOf<'a, T>(pub &'a T);
+
+/// The value says when it is from.
+pub trait ViaDated {
+    /// Its date.
+    fn __cb_data_time(&self) -> Option<crate::clock::Timestamp>;
+}
+impl<T: Dated> ViaDated for &DateOf<'_, T> {
+    fn __cb_data_time(&self) -> Option<crate::clock::Timestamp> {
+        self.0.data_time()
+    }
+}
+
+/// The value says nothing about its date.
+pub trait NotDated {
+    /// No date.
+    fn __cb_data_time(&self) -> Option<crate::clock::Timestamp>;
+}
+impl<T> NotDated for DateOf<'_, T> {
+    fn __cb_data_time(&self) -> Option<crate::clock::Timestamp> {
+        None
+    }
+}
+
+/// What a `precheck = f` returns: an [`Availability`], through any alias.
+#[diagnostic::on_unimplemented(
+    message = "a precheck must return `circuit_breaker::Availability`, found `{Self}`",
+    label = "this is not an `Availability`"
+)]
+pub trait IntoAvailability {
+    /// The availability.
+    fn into_availability(self) -> Availability;
+}
+
+impl IntoAvailability for Availability {
+    fn into_availability(self) -> Availability {
+        self
+    }
 }

@@ -63,6 +63,8 @@ impl fmt::Display for CircuitState {
 }
 
 const STATE_MASK: u32 = 0b11;
+/// The hot word's bit for a tool held back by a pre-call check.
+const GATED: u32 = 0b100;
 
 /// The last failure of a tool: when, at which step, and what it said (R2.1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,6 +88,11 @@ pub struct SuccessMark {
     pub at: Timestamp,
     /// The latest step in which the tool succeeded.
     pub step: u64,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// How many messages of the current run of failures a breaker keeps for its health summary.
@@ -112,6 +119,10 @@ pub struct BreakerRecord {
     pub(crate) recent_failures: Vec<Failure>,
     /// Failures recorded over the breaker's life, across cycles.
     pub(crate) total_failures: u64,
+    /// After a systemic failure: how many probes in a row have failed since recovery was
+    /// confirmed, plus one (0: no backoff). Probe intervals double with it (R9.5).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) backoff: u32,
     /// The epoch of the probe ticket in flight, if any. Never persisted: a probe belongs to
     /// the process that issued it.
     #[serde(skip)]
@@ -131,6 +142,7 @@ impl PartialEq for BreakerRecord {
             && self.attempts_since_open == other.attempts_since_open
             && self.recent_failures == other.recent_failures
             && self.total_failures == other.total_failures
+            && self.backoff == other.backoff
     }
 }
 
@@ -147,6 +159,7 @@ impl Default for BreakerRecord {
             attempts_since_open: 0,
             recent_failures: Vec::new(),
             total_failures: 0,
+            backoff: 0,
             probe: None,
             epoch: 0,
         }
@@ -256,9 +269,12 @@ pub(crate) enum Verdict {
 
 impl BreakerRecord {
     /// Decides for one attempt (R3.2: OPEN -> HALF-OPEN when a probe is due; R3.6: one probe).
+    /// `interval` is the probe interval now in force: the policy's, or a longer one while
+    /// backing off after a cascade (R9.5).
     pub(crate) fn decide(
         &mut self,
         settings: Settings,
+        interval: u32,
         step: u64,
     ) -> (Verdict, Option<Transition>) {
         match self.state {
@@ -266,10 +282,10 @@ impl BreakerRecord {
             CircuitState::Open => {
                 self.attempts_since_open = self.attempts_since_open.saturating_add(1);
                 let due = match settings.probe_unit {
-                    ProbeUnit::Attempts => self.attempts_since_open >= settings.probe_every,
+                    ProbeUnit::Attempts => self.attempts_since_open >= interval,
                     ProbeUnit::Steps => {
                         let opened = self.opened_at_step.unwrap_or(step);
-                        step >= opened.saturating_add(u64::from(settings.probe_every))
+                        step >= opened.saturating_add(u64::from(interval))
                     }
                 };
                 if due {
@@ -322,6 +338,9 @@ impl BreakerRecord {
             (Via::Probe(epoch), CircuitState::HalfOpen) if self.probe == Some(epoch) => {
                 self.probe = None;
                 self.open(step);
+                if self.backoff > 0 {
+                    self.backoff = self.backoff.saturating_add(1);
+                }
                 Some(Transition::Reopened)
             }
             (_, CircuitState::Closed) if self.consecutive_failures >= settings.threshold => {
@@ -349,6 +368,7 @@ impl BreakerRecord {
                 self.recent_failures.clear();
                 self.opened_at_step = None;
                 self.attempts_since_open = 0;
+                self.backoff = 0;
                 Some(Transition::Closed)
             }
             (_, CircuitState::Closed) => {
@@ -400,9 +420,16 @@ impl Hot {
         CircuitState::from_bits(self.word.load(Ordering::Acquire))
     }
 
+    /// CLOSED and not held back by a pre-call check: a decide may answer CALL at once.
     #[inline]
-    pub(crate) fn is_closed(&self) -> bool {
-        self.word.load(Ordering::Acquire) & STATE_MASK == 0
+    pub(crate) fn is_callable(&self) -> bool {
+        self.word.load(Ordering::Acquire) & (STATE_MASK | GATED) == 0
+    }
+
+    /// Held back by a pre-call check (UNAVAILABLE) or by the allowed-tools list.
+    #[inline]
+    pub(crate) fn is_gated(&self) -> bool {
+        self.word.load(Ordering::Acquire) & GATED != 0
     }
 
     /// CLOSED, no consecutive failure, and a success already recorded in `step`: a success
@@ -414,10 +441,13 @@ impl Hot {
     }
 
     /// Copies the record into the mirror. Called under the expeditor's lock after every change.
-    pub(crate) fn sync(&self, record: &BreakerRecord) {
-        let failures = record.consecutive_failures.min(u32::MAX >> 2);
-        self.word
-            .store((failures << 2) | record.state.bits(), Ordering::Release);
+    pub(crate) fn sync(&self, record: &BreakerRecord, gated: bool) {
+        let failures = record.consecutive_failures.min(u32::MAX >> 3);
+        let gate = if gated { GATED } else { 0 };
+        self.word.store(
+            (failures << 3) | gate | record.state.bits(),
+            Ordering::Release,
+        );
         let step = record.last_success.map_or(NEVER, |s| s.step);
         self.last_success_step.store(step, Ordering::Release);
     }
@@ -444,14 +474,14 @@ mod tests {
         assert_eq!(fail(&mut r, Via::Call, 1), None);
         assert_eq!(fail(&mut r, Via::Call, 2), Some(Transition::Opened));
         assert_eq!(r.opened_at_step, Some(2));
-        assert_eq!(r.decide(SETTINGS, 2).0, Verdict::SkipOpen);
-        assert_eq!(r.decide(SETTINGS, 2).0, Verdict::SkipOpen);
-        let (verdict, t) = r.decide(SETTINGS, 2);
+        assert_eq!(r.decide(SETTINGS, 3, 2).0, Verdict::SkipOpen);
+        assert_eq!(r.decide(SETTINGS, 3, 2).0, Verdict::SkipOpen);
+        let (verdict, t) = r.decide(SETTINGS, 3, 2);
         let Verdict::Probe(epoch) = verdict else {
             panic!("third attempt after opening must probe, got {verdict:?}")
         };
         assert_eq!(t, Some(Transition::HalfOpened));
-        assert_eq!(r.decide(SETTINGS, 2).0, Verdict::SkipProbeInFlight);
+        assert_eq!(r.decide(SETTINGS, 3, 2).0, Verdict::SkipProbeInFlight);
         assert_eq!(
             r.succeed(Via::Probe(epoch), Timestamp::EPOCH, 3),
             Some(Transition::Closed)
@@ -464,17 +494,17 @@ mod tests {
     fn hot_mirror_packs_state_and_count() {
         let hot = Hot::new();
         let mut r = BreakerRecord::default();
-        hot.sync(&r);
-        assert!(hot.is_closed() && !hot.success_is_noop(0));
+        hot.sync(&r, false);
+        assert!(hot.is_callable() && !hot.success_is_noop(0));
         r.succeed(Via::Call, Timestamp::EPOCH, 0);
-        hot.sync(&r);
+        hot.sync(&r, false);
         assert!(hot.success_is_noop(0) && !hot.success_is_noop(1));
         fail(&mut r, Via::Call, 0);
-        hot.sync(&r);
-        assert!(hot.is_closed() && !hot.success_is_noop(0));
+        hot.sync(&r, false);
+        assert!(hot.is_callable() && !hot.success_is_noop(0));
         fail(&mut r, Via::Call, 0);
         fail(&mut r, Via::Call, 0);
-        hot.sync(&r);
+        hot.sync(&r, false);
         assert_eq!(hot.state(), CircuitState::Open);
     }
 }

@@ -25,6 +25,18 @@ pub struct LedgerEntry {
     /// Whether this failure consumed budget. Failures of calls still in flight when the
     /// budget ran out are written down but not charged: the budget is never exceeded.
     pub charged: bool,
+    /// Held uncharged: its category matches an OPEN circuit's, so it may belong to a
+    /// systemic event (R9.4). Charged if its tool recovers instead.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub pending: bool,
+    /// Folded into a systemic event, which is charged once for all its failures (R9.4).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub systemic: bool,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// The budget of the current cycle with its ledger.
@@ -47,27 +59,94 @@ impl Budget {
         }
     }
 
-    /// Writes a failure down and charges it if budget is left. Returns whether this charge
-    /// spent the last of the budget.
+    /// Writes a failure down and charges it if budget is left — unless it is `pending`
+    /// (it may belong to a systemic event). Returns whether this charge spent the last of
+    /// the budget.
     pub(crate) fn charge(
         &mut self,
         tool: &str,
         failure: Failure,
         step: u64,
         at: Timestamp,
+        pending: bool,
     ) -> bool {
-        let charged = self.consumed < self.limit;
-        if charged {
-            self.consumed += 1;
-        }
+        let charged = !pending && self.take_one();
         self.ledger.push(LedgerEntry {
             tool: tool.to_owned(),
             failure,
             step,
             at,
             charged,
+            pending,
+            systemic: false,
         });
         charged && self.consumed == self.limit
+    }
+
+    fn take_one(&mut self) -> bool {
+        let charged = self.consumed < self.limit;
+        if charged {
+            self.consumed += 1;
+        }
+        charged
+    }
+
+    /// `tool` recovered: its pending failures were not part of an event after all, and are
+    /// charged now. Returns whether that spent the last of the budget.
+    pub(crate) fn settle(&mut self, tool: &str) -> bool {
+        let mut exhausted = false;
+        for i in 0..self.ledger.len() {
+            if self.ledger[i].tool == tool && self.ledger[i].pending {
+                self.ledger[i].pending = false;
+                let charged = self.take_one();
+                self.ledger[i].charged = charged;
+                exhausted |= charged && self.consumed == self.limit;
+            }
+        }
+        exhausted
+    }
+
+    /// The failure just written down belongs to the systemic event in force: not charged.
+    pub(crate) fn absorb_last(&mut self) {
+        if let Some(entry) = self.ledger.last_mut() {
+            if entry.charged {
+                self.consumed -= 1;
+            }
+            entry.charged = false;
+            entry.pending = false;
+            entry.systemic = true;
+        }
+    }
+
+    /// Whether `tool` has failures held pending.
+    pub(crate) fn has_pending(&self, tool: &str) -> bool {
+        self.ledger.iter().any(|e| e.pending && e.tool == tool)
+    }
+
+    /// Folds the last `runs[i].1` failures of each tool `runs[i].0` into one systemic event,
+    /// written down as one line and charged once (R9.4). Returns whether the budget is spent
+    /// after the fold.
+    pub(crate) fn fold(&mut self, runs: &[(&str, u32)], line: LedgerEntry) -> bool {
+        for &(tool, count) in runs {
+            let mut left = count;
+            for entry in self.ledger.iter_mut().rev() {
+                if left == 0 {
+                    break;
+                }
+                if entry.tool == tool && !entry.systemic {
+                    left -= 1;
+                    if entry.charged {
+                        self.consumed -= 1;
+                    }
+                    entry.charged = false;
+                    entry.pending = false;
+                    entry.systemic = true;
+                }
+            }
+        }
+        let charged = self.take_one();
+        self.ledger.push(LedgerEntry { charged, ..line });
+        self.consumed >= self.limit
     }
 
     /// Starts the next cycle: budget and ledger reset.
@@ -191,7 +270,11 @@ impl fmt::Display for Budget {
                 entry.failure.summary(),
                 entry.step
             )?;
-            if !entry.charged {
+            if entry.systemic {
+                f.write_str(" [part of a systemic event, charged once]")?;
+            } else if entry.pending {
+                f.write_str(" [correlated with an open circuit, not charged yet]")?;
+            } else if !entry.charged {
                 f.write_str(" [after pause, not charged]")?;
             }
             writeln!(f)?;

@@ -251,6 +251,14 @@ pub struct ToolSpec {
     threshold: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     probe_every: Option<u32>,
+    /// The tool's documentation says it caches: its results are labelled UNVERIFIED (R6.2).
+    #[serde(default, skip_serializing_if = "is_false")]
+    caches: bool,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl ToolSpec {
@@ -262,6 +270,7 @@ impl ToolSpec {
         fallback: &'static str,
         threshold: Option<u32>,
         probe_every: Option<u32>,
+        caches: bool,
     ) -> Self {
         ToolSpec {
             name: Cow::Borrowed(name),
@@ -270,6 +279,7 @@ impl ToolSpec {
             fallback: Cow::Borrowed(fallback),
             threshold,
             probe_every,
+            caches,
         }
     }
 
@@ -284,6 +294,7 @@ impl ToolSpec {
             fallback: Cow::Borrowed(""),
             threshold: None,
             probe_every: None,
+            caches: false,
         }
     }
 
@@ -328,6 +339,19 @@ impl ToolSpec {
     pub fn probe_every(mut self, probe_every: u32) -> Self {
         self.probe_every = Some(probe_every);
         self
+    }
+
+    /// Declares that the tool caches (its documentation says so): every result is labelled
+    /// UNVERIFIED with its date (R6.2).
+    #[must_use]
+    pub fn caches(mut self, caches: bool) -> Self {
+        self.caches = caches;
+        self
+    }
+
+    /// Whether the tool is declared as caching.
+    pub fn is_caching(&self) -> bool {
+        self.caches
     }
 
     /// The tool's name.

@@ -61,6 +61,31 @@ pub enum Event {
         /// The tool.
         tool: String,
     },
+    /// Correlated circuits opened: a systemic failure; every call pauses (R9.2).
+    Systemic {
+        /// The shared error.
+        pattern: String,
+        /// The suspected cause: `network`, `filesystem`, `permissions`, ...
+        cause: String,
+        /// The tools involved.
+        tools: Vec<String>,
+    },
+    /// The user confirmed recovery from a systemic failure: calls resume, probes back off.
+    RecoveryConfirmed,
+    /// A pre-call check's result changed (R10).
+    AvailabilityChanged {
+        /// The tool.
+        tool: String,
+        /// `AVAILABLE`, `DEGRADED — ..` or `UNAVAILABLE — ..`.
+        availability: String,
+    },
+    /// A sub-task was deferred: its tools are not called (R5.3).
+    SubTaskDeferred {
+        /// The sub-task's number.
+        number: usize,
+        /// Why.
+        reason: String,
+    },
     /// A saved state was restored (R3.7).
     Restored {
         /// Tools in the snapshot.
@@ -83,6 +108,10 @@ impl Event {
             Event::CycleStarted { .. } => "cycle_started",
             Event::ToolDiscovered { .. } => "tool_discovered",
             Event::Restored { .. } => "restored",
+            Event::Systemic { .. } => "systemic",
+            Event::RecoveryConfirmed => "recovery_confirmed",
+            Event::AvailabilityChanged { .. } => "availability_changed",
+            Event::SubTaskDeferred { .. } => "subtask_deferred",
         }
     }
 
@@ -94,10 +123,14 @@ impl Event {
             | Event::Closed { tool }
             | Event::Reopened { tool, .. }
             | Event::ProbeReleased { tool }
-            | Event::ToolDiscovered { tool } => Some(tool),
-            Event::BudgetExhausted { .. } | Event::CycleStarted { .. } | Event::Restored { .. } => {
-                None
-            }
+            | Event::ToolDiscovered { tool }
+            | Event::AvailabilityChanged { tool, .. } => Some(tool),
+            Event::BudgetExhausted { .. }
+            | Event::CycleStarted { .. }
+            | Event::Restored { .. }
+            | Event::Systemic { .. }
+            | Event::RecoveryConfirmed
+            | Event::SubTaskDeferred { .. } => None,
         }
     }
 
@@ -106,7 +139,10 @@ impl Event {
     pub(crate) fn trace(&self) {
         let tool = self.tool().unwrap_or("");
         match self {
-            Event::Opened { .. } | Event::Reopened { .. } | Event::BudgetExhausted { .. } => {
+            Event::Opened { .. }
+            | Event::Reopened { .. }
+            | Event::BudgetExhausted { .. }
+            | Event::Systemic { .. } => {
                 tracing::warn!(target: "circuit_breaker", event = self.kind(), tool, "{self}");
             }
             _ => tracing::info!(target: "circuit_breaker", event = self.kind(), tool, "{self}"),
@@ -163,6 +199,24 @@ impl fmt::Display for Event {
             }
             Event::Restored { tools, step } => {
                 write!(f, "State restored: {tools} tools at step {step}")
+            }
+            Event::Systemic {
+                pattern,
+                cause,
+                tools,
+            } => write!(
+                f,
+                "Multiple tools failing with {pattern} — likely {cause} issue ({}): every call paused",
+                tools.join(", ")
+            ),
+            Event::RecoveryConfirmed => f.write_str(
+                "Recovery confirmed: calls resume; the tools that opened probe with backoff",
+            ),
+            Event::AvailabilityChanged { tool, availability } => {
+                write!(f, "Pre-call check for {tool}: {availability}")
+            }
+            Event::SubTaskDeferred { number, reason } => {
+                write!(f, "Sub-task {number} deferred: {reason}")
             }
         }
     }

@@ -11,9 +11,10 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::expeditor::{
-    Decision, Expeditor, PauseReason, Recorded, Skip, SkipReason, Ticket, ToolId,
+    Decision, Expeditor, Pause, PauseReason, Recorded, Skip, SkipReason, Ticket, ToolId,
 };
 use crate::failure::Failure;
+use crate::freshness::Freshness;
 use crate::report::ModelNote;
 use crate::route::{Route, RouteTaken};
 
@@ -25,6 +26,8 @@ pub struct Routed<T> {
     pub value: T,
     /// The route taken instead of the tool, if one was.
     pub route: Option<RouteTaken>,
+    /// How fresh the value is (R6): no label for a live result.
+    pub freshness: Freshness,
 }
 
 impl<T> Routed<T> {
@@ -49,6 +52,10 @@ pub enum RefusalReason {
     ProbeInFlight,
     /// The tool is not known.
     UnknownTool,
+    /// A pre-call check found the tool UNAVAILABLE (R10.2).
+    Unavailable,
+    /// The sub-task being worked on is deferred (R5.3).
+    Deferred,
     /// Every call is paused.
     Paused {
         /// Why.
@@ -78,18 +85,22 @@ impl Refusal {
                 SkipReason::Open => RefusalReason::Open,
                 SkipReason::ProbeInFlight => RefusalReason::ProbeInFlight,
                 SkipReason::UnknownTool => RefusalReason::UnknownTool,
+                SkipReason::Unavailable => RefusalReason::Unavailable,
+                SkipReason::Deferred => RefusalReason::Deferred,
             },
             route: Some(route.taken(skip.tool_name())),
             note: ModelNote::for_route(skip, route),
         })
     }
 
-    fn paused(tool: &str, pause: PauseReason) -> Box<Self> {
+    fn paused(tool: &str, pause: &Pause<'_>) -> Box<Self> {
         Box::new(Refusal {
             tool: tool.to_owned(),
-            reason: RefusalReason::Paused { pause },
+            reason: RefusalReason::Paused {
+                pause: pause.reason(),
+            },
             route: None,
-            note: ModelNote::for_pause(pause),
+            note: pause.for_model(),
         })
     }
 }
@@ -191,7 +202,7 @@ pub fn plan<'a>(
         Decision::Call(ticket) | Decision::Probe(ticket) => Plan::Primary(ticket),
         Decision::Pause(pause) => Plan::Refuse(Refusal::paused(
             expeditor.tool_name(tool).unwrap_or("?"),
-            pause.reason(),
+            &pause,
         )),
         Decision::Skip(skip) => {
             for route in skip.routes() {
@@ -211,7 +222,7 @@ pub fn plan<'a>(
                     }
                     Decision::Skip(_) => {}
                     Decision::Pause(pause) => {
-                        return Plan::Refuse(Refusal::paused(skip.tool_name(), pause.reason()));
+                        return Plan::Refuse(Refusal::paused(skip.tool_name(), &pause));
                     }
                 }
             }
@@ -265,7 +276,11 @@ pub fn finish<T, E>(
     match result {
         Ok(value) => {
             ticket.success();
-            Ok(Routed { value, route })
+            Ok(Routed {
+                value,
+                route,
+                freshness: Freshness::Fresh,
+            })
         }
         Err(error) => {
             let tool = ticket.tool_name().to_owned();
@@ -277,5 +292,113 @@ pub fn finish<T, E>(
                 route: route.map(Box::new),
             })
         }
+    }
+}
+
+/// Where a guarded call's freshness is judged (R6): which tool, the digest of its arguments,
+/// how to digest its value, and the time the value says it is from.
+pub struct Freshen<T> {
+    /// The tool.
+    pub tool: ToolId,
+    /// Digest of the call's arguments, when they are hashed (`#[tool(freshness)]`).
+    pub args: Option<u64>,
+    /// Digest of a value, when values are hashed.
+    pub digest: fn(&T) -> Option<u64>,
+    /// The time a value says it is from, if it says ([`Dated`](crate::freshness::Dated)).
+    pub dated: fn(&T) -> Option<crate::clock::Timestamp>,
+}
+
+impl<T> fmt::Debug for Freshen<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Freshen")
+            .field("tool", &self.tool)
+            .field("args", &self.args)
+            .finish_non_exhaustive()
+    }
+}
+
+/// [`finish`], then labels the value (R6.2): compared with the tool's last output for the
+/// same arguments, UNVERIFIED for a caching tool, STALE DATA when it says it is older than
+/// the cycle. Fresh values carry no label (R6.3).
+///
+/// # Errors
+/// [`CallError::Failed`] when `result` is an error.
+pub fn finish_fresh<T, E>(
+    expeditor: &Expeditor,
+    ticket: Ticket<'_>,
+    route: Option<RouteTaken>,
+    result: Result<T, E>,
+    failure: impl FnOnce(&E) -> Failure,
+    freshen: &Freshen<T>,
+) -> Result<Routed<T>, CallError<E>> {
+    let mut routed = finish(ticket, route, result, failure)?;
+    let output = (freshen.digest)(&routed.value);
+    let data_time = (freshen.dated)(&routed.value);
+    let compared = freshen.args.is_some() && output.is_some();
+    // A value that came through an alternative is that tool's: it is not compared with this
+    // tool's baseline, only dated.
+    if routed.route.is_none() && (compared || expeditor.is_caching(freshen.tool)) {
+        routed.freshness = expeditor.observe(
+            freshen.tool,
+            crate::freshness::Observation {
+                args: freshen.args.unwrap_or(0),
+                output: output.unwrap_or(0),
+                data_time,
+                live: true,
+            },
+        );
+    } else if let Some(at) = data_time.filter(|t| *t < expeditor.cycle_started_at()) {
+        routed.freshness = Freshness::Stale { retrieved_at: at };
+    }
+    Ok(routed)
+}
+
+/// Keeps a good result of the tool itself as the last good result for its arguments, for
+/// [`serve_stale`].
+pub fn keep_last_good<T: Clone, E>(
+    cache: &crate::freshness::StaleCache<T>,
+    args: u64,
+    expeditor: &Expeditor,
+    result: &Result<Routed<T>, CallError<E>>,
+) {
+    if let Ok(routed) = result
+        && routed.route.is_none()
+    {
+        cache.remember(args, routed.value.clone(), expeditor.now());
+    }
+}
+
+/// A refused call answered from the last good result for the same arguments, labelled
+/// STALE DATA with the time it was retrieved — never silently (R6). Refusals for a pause or
+/// a deferred sub-task are not answered this way.
+///
+/// # Errors
+/// The refusal, when nothing was kept or the refusal is not about this tool's state.
+pub fn serve_stale<T: Clone, E>(
+    refusal: Box<Refusal>,
+    cache: &crate::freshness::StaleCache<T>,
+    args: u64,
+) -> Result<Routed<T>, CallError<E>> {
+    let eligible = matches!(
+        refusal.reason,
+        RefusalReason::Open | RefusalReason::ProbeInFlight | RefusalReason::Unavailable
+    );
+    match cache.recall(args).filter(|_| eligible) {
+        Some((value, at)) => Ok(Routed {
+            value,
+            route: Some(RouteTaken {
+                from: refusal.tool.clone(),
+                kind: crate::route::RouteKind::Stale,
+                to: None,
+                method: None,
+                degradation: Some(format!(
+                    "last good result, retrieved at {at}; may not reflect current state"
+                )),
+                severity: crate::capability::Severity::High,
+                fallback: None,
+            }),
+            freshness: Freshness::Stale { retrieved_at: at },
+        }),
+        None => Err(CallError::Refused(refusal)),
     }
 }

@@ -14,12 +14,17 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use serde::{Deserialize, Serialize};
 
 use crate::breaker::{BreakerRecord, CircuitState, Hot, Settings, Transition, Verdict, Via};
-use crate::budget::{Budget, BudgetStatus};
+use crate::budget::{Budget, BudgetStatus, LedgerEntry};
 use crate::capability::{CapabilityMap, MapError, MapErrors, ToolSpec, check_tool};
+use crate::cascade::{Cascade, SystemicEvent, backoff_interval, category_of};
+use crate::clock::Timestamp;
 use crate::clock::{SystemClock, WallClock};
 use crate::event::{Event, Observer};
 use crate::failure::Failure;
+use crate::failure::FailureCategory;
+use crate::freshness::FreshnessTracker;
 use crate::policy::Policy;
+use crate::precheck::Precheck;
 use crate::route::{Route, Routes};
 
 /// A tool known to an [`Expeditor`]: its position in registration order (the capability
@@ -113,14 +118,41 @@ pub enum PauseReason {
         /// The budget.
         limit: u32,
     },
+    /// Correlated circuits opened: a systemic failure (R9.2). Every call pauses until
+    /// [`Expeditor::confirm_recovery`].
+    Systemic {
+        /// The category the failures share, if they share one.
+        category: Option<FailureCategory>,
+    },
+    /// Every remaining sub-task is deferred (R5.4).
+    NothingAchievable,
+}
+
+/// The sub-task being worked on, when it is deferred: its tools are refused (R5.3).
+pub(crate) struct DeferredWork {
+    pub(crate) number: usize,
+    pub(crate) tools: Vec<ToolId>,
 }
 
 /// State behind the lock: the records, the budget and ledger, the name index.
 pub(crate) struct Core {
     pub(crate) names: HashMap<Box<str>, ToolId>,
     pub(crate) records: Vec<BreakerRecord>,
+    pub(crate) prechecks: Vec<Precheck>,
     pub(crate) budget: Budget,
     pub(crate) halt: Option<PauseReason>,
+    pub(crate) cascade: Cascade,
+    pub(crate) freshness: FreshnessTracker,
+    pub(crate) cycle_started_at: Timestamp,
+    pub(crate) allowed: Option<Vec<String>>,
+    pub(crate) deferred: Option<DeferredWork>,
+}
+
+impl Core {
+    /// Whether every decide must take the slow path.
+    pub(crate) fn needs_slow_path(&self) -> bool {
+        self.halt.is_some() || self.deferred.is_some()
+    }
 }
 
 /// Keeps a value on its own cache line, so writes to it do not slow readers of its
@@ -226,6 +258,7 @@ impl ExpeditorBuilder {
     /// Builds from a map already checked (a `#[toolbox]` map is checked at compile time).
     /// Never panics: an alternative naming no tool is simply not routed to.
     pub(crate) fn build_checked(self) -> Expeditor {
+        let cycle_started_at = self.clock.now();
         let expeditor = Expeditor {
             slots: Slots::new(),
             halted: AtomicBool::new(false),
@@ -236,8 +269,14 @@ impl ExpeditorBuilder {
             core: CachePadded(Mutex::new(Core {
                 names: HashMap::new(),
                 records: Vec::new(),
+                prechecks: Vec::new(),
                 budget: Budget::new(self.policy.budget()),
                 halt: None,
+                cascade: Cascade::default(),
+                freshness: FreshnessTracker::default(),
+                cycle_started_at,
+                allowed: None,
+                deferred: None,
             })),
         };
         {
@@ -276,7 +315,7 @@ pub enum Decision<'a> {
     /// The tool is OPEN (or being probed by another caller): do not call it; take the route.
     Skip(Skip<'a>),
     /// Every call is paused (budget exhausted): stop and report.
-    Pause(Pause),
+    Pause(Pause<'a>),
 }
 
 impl Decision<'_> {
@@ -406,6 +445,10 @@ pub enum SkipReason {
     ProbeInFlight,
     /// The id names no tool of this expeditor.
     UnknownTool,
+    /// A pre-call check found it UNAVAILABLE, or it is not in the allowed-tools list (R10.2).
+    Unavailable,
+    /// The sub-task being worked on is deferred (R5.3).
+    Deferred,
 }
 
 /// Do not call the tool: here is why, and the routes to take instead (R4).
@@ -453,23 +496,50 @@ impl<'a> Skip<'a> {
     pub(crate) fn expeditor(&self) -> &'a Expeditor {
         self.expeditor
     }
+
+    /// A skip as it would be decided now, without deciding (for reports).
+    pub(crate) fn view(expeditor: &'a Expeditor, tool: ToolId, reason: SkipReason) -> Self {
+        Skip {
+            expeditor,
+            tool,
+            slot: expeditor.slot(tool),
+            reason,
+        }
+    }
 }
 
-/// Every call is paused; stop and report (R3.4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Pause {
+/// Every call is paused; stop and report (R3.4, R9.2, R5.4).
+#[derive(Clone, Copy)]
+pub struct Pause<'a> {
+    expeditor: &'a Expeditor,
     reason: PauseReason,
 }
 
-impl Pause {
+impl fmt::Debug for Pause<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pause")
+            .field("reason", &self.reason)
+            .finish()
+    }
+}
+
+impl Pause<'_> {
     /// Why.
     pub fn reason(&self) -> PauseReason {
         self.reason
     }
 
+    /// The systemic failure behind the pause, if that is why (R9.2).
+    pub fn systemic(&self) -> Option<SystemicEvent> {
+        match self.reason {
+            PauseReason::Systemic { .. } => self.expeditor.systemic_event(),
+            _ => None,
+        }
+    }
+
     /// The short text for a language model (B7).
     pub fn for_model(&self) -> crate::report::ModelNote {
-        crate::report::ModelNote::for_pause(self.reason)
+        crate::report::ModelNote::for_pause(self.reason, self.systemic().as_ref())
     }
 }
 
@@ -502,7 +572,7 @@ impl Expeditor {
     pub fn decide(&self, tool: impl Into<ToolId>) -> Decision<'_> {
         let tool = tool.into();
         if let Some(slot) = self.slots.get(tool.0)
-            && slot.hot.is_closed()
+            && slot.hot.is_callable()
             && !self.halted.load(Ordering::Acquire)
         {
             return Decision::Call(Ticket {
@@ -544,11 +614,40 @@ impl Expeditor {
         let verdict = {
             let mut core = self.lock();
             if let Some(reason) = core.halt {
-                return Decision::Pause(Pause { reason });
+                return Decision::Pause(Pause {
+                    expeditor: self,
+                    reason,
+                });
             }
-            let record = &mut core.records[tool.0 as usize];
-            let (verdict, transition) = record.decide(slot.settings, step);
-            slot.hot.sync(record);
+            if core
+                .deferred
+                .as_ref()
+                .is_some_and(|d| d.tools.contains(&tool))
+            {
+                return Decision::Skip(Skip {
+                    expeditor: self,
+                    tool,
+                    slot: Some(slot),
+                    reason: SkipReason::Deferred,
+                });
+            }
+            let i = tool.0 as usize;
+            let interval = self.probe_interval(&core, tool);
+            let core = &mut *core;
+            let gated = core.prechecks[i].gated();
+            let record = &mut core.records[i];
+            if gated && record.state == CircuitState::Closed {
+                // UNAVAILABLE: routed without a call and without charging the budget; an
+                // OPEN tool still reaches HALF-OPEN below when its probe is due.
+                return Decision::Skip(Skip {
+                    expeditor: self,
+                    tool,
+                    slot: Some(slot),
+                    reason: SkipReason::Unavailable,
+                });
+            }
+            let (verdict, transition) = record.decide(slot.settings, interval, step);
+            slot.hot.sync(record, gated);
             if let Some(t) = transition {
                 events.push(Self::transition_event(slot, record, t));
             }
@@ -583,27 +682,98 @@ impl Expeditor {
         }
     }
 
+    /// The probe interval in force for `tool`: the policy's, or after a cascade the backed-off
+    /// one, capped along its chain of routes (R9.5).
+    fn probe_interval(&self, core: &Core, tool: ToolId) -> u32 {
+        let cap = self.policy.backoff_cap();
+        let own = |id: ToolId| -> Option<(u32, u32)> {
+            let record = core.records.get(id.0 as usize)?;
+            let base = self.slot(id)?.settings.probe_every;
+            Some((base, record.backoff))
+        };
+        let Some((base, level)) = own(tool) else {
+            return Policy::DEFAULT_PROBE_EVERY;
+        };
+        if level == 0 {
+            return base;
+        }
+        // The tool's chain of routes: its alternatives, theirs, each visited once.
+        let mut chain = vec![tool];
+        let mut next = 0;
+        while let Some(&id) = chain.get(next) {
+            next += 1;
+            for &alt in self.slot(id).map_or(&[][..], |s| &s.alternatives) {
+                if !chain.contains(&alt) {
+                    chain.push(alt);
+                }
+            }
+        }
+        let others: u32 = chain[1..]
+            .iter()
+            .filter(|id| {
+                core.records
+                    .get(id.0 as usize)
+                    .is_some_and(|r| r.backoff > 0 && r.state != CircuitState::Closed)
+            })
+            .filter_map(|&id| own(id))
+            .map(|(b, l)| backoff_interval(b, l, cap, 0))
+            .fold(0u32, u32::saturating_add);
+        backoff_interval(base, level, cap, others)
+    }
+
     #[cold]
     fn record_success(&self, tool: ToolId, slot: &ToolSlot, via: Via) {
         let step = self.step();
         let mut events = Vec::new();
         {
             let mut core = self.lock();
-            let Some(record) = core.records.get_mut(tool.0 as usize) else {
+            let core = &mut *core;
+            let i = tool.0 as usize;
+            let Some(record) = core.records.get_mut(i) else {
                 return;
             };
             let same_step = record.last_success.is_some_and(|s| s.step == step);
             let now = if same_step {
-                crate::clock::Timestamp::EPOCH
+                Timestamp::EPOCH
             } else {
                 self.clock.now()
             };
-            if let Some(t) = record.succeed(via, now, step) {
+            let transition = record.succeed(via, now, step);
+            if let Some(t) = transition {
                 events.push(Self::transition_event(slot, record, t));
+                // A tool that recovered is checked again before it is held back (R10.3).
+                if t == Transition::Closed && core.prechecks[i].gated() {
+                    core.prechecks[i].result = None;
+                }
             }
-            slot.hot.sync(record);
+            let recovered =
+                record.state == CircuitState::Closed && record.consecutive_failures == 0;
+            slot.hot.sync(record, core.prechecks[i].gated());
+            // Failures held as possibly systemic were this tool's own after all (R9.4).
+            if recovered && core.budget.has_pending(slot.spec.name()) {
+                let exhausted = core.budget.settle(slot.spec.name());
+                if exhausted {
+                    self.exhaust(core, &mut events);
+                }
+            }
         }
         self.emit(&events);
+    }
+
+    /// The budget is spent: pause every call (R3.4), unless a pause is already in force.
+    fn exhaust(&self, core: &mut Core, events: &mut Vec<Event>) {
+        let status = core.budget.status();
+        if core.halt.is_none() && status.is_exhausted() {
+            core.halt = Some(PauseReason::BudgetExhausted {
+                consumed: status.consumed,
+                limit: status.limit,
+            });
+            self.halted.store(true, Ordering::Release);
+            events.push(Event::BudgetExhausted {
+                consumed: status.consumed,
+                limit: status.limit,
+            });
+        }
     }
 
     #[cold]
@@ -620,37 +790,166 @@ impl Expeditor {
         let recorded = {
             let mut core = self.lock();
             let core = &mut *core;
+            let i = tool.0 as usize;
+            let name = slot.spec.name();
+            let during_event = core.cascade.active();
+            let category = failure.category();
+            // A failure matching an OPEN circuit's category may be part of a systemic event:
+            // it is held uncharged until that is known (R9.4).
+            let pending = during_event
+                || (self.policy.cascade_detection()
+                    && category != FailureCategory::Other
+                    && core.records.iter().enumerate().any(|(j, r)| {
+                        j != i
+                            && r.state != CircuitState::Closed
+                            && category_of(r) == Some(category)
+                    }));
             let exhausted_now = core
                 .budget
-                .charge(slot.spec.name(), failure.clone(), step, now);
-            let record = &mut core.records[tool.0 as usize];
-            let transition = record.fail(via, slot.settings, now, step, failure);
-            slot.hot.sync(record);
+                .charge(name, failure.clone(), step, now, pending);
+            if during_event {
+                core.cascade.join(tool, name);
+                core.budget.absorb_last();
+            }
+            let settings = Settings {
+                threshold: core.prechecks[i].threshold(slot.settings.threshold),
+                ..slot.settings
+            };
+            let record = &mut core.records[i];
+            let transition = record.fail(via, settings, now, step, failure);
+            slot.hot.sync(record, core.prechecks[i].gated());
             if let Some(t) = transition {
                 events.push(Self::transition_event(slot, record, t));
             }
-            if exhausted_now && core.halt.is_none() {
-                let status = core.budget.status();
-                core.halt = Some(PauseReason::BudgetExhausted {
-                    consumed: status.consumed,
-                    limit: status.limit,
-                });
-                self.halted.store(true, Ordering::Release);
-                events.push(Event::BudgetExhausted {
-                    consumed: status.consumed,
-                    limit: status.limit,
-                });
+            let opened = matches!(transition, Some(Transition::Opened | Transition::Reopened));
+            if opened && !during_event && self.policy.cascade_detection() {
+                let window = self.policy.cascade_window();
+                if let Some(involved) = core.cascade.on_open(tool, &core.records, step, window) {
+                    self.start_systemic(core, involved, step, now, &mut events);
+                }
             }
+            if exhausted_now {
+                self.exhaust(core, &mut events);
+            }
+            let record = &core.records[i];
             Recorded {
                 state: record.state,
                 consecutive_failures: record.consecutive_failures,
-                opened: matches!(transition, Some(Transition::Opened | Transition::Reopened)),
+                opened,
                 budget: core.budget.status(),
                 paused: core.halt.is_some(),
             }
         };
         self.emit(&events);
         recorded
+    }
+
+    /// A systemic failure (R9.2): every call pauses, the involved failures are charged once
+    /// (R9.4), and every pre-call check is due again (R10.3).
+    fn start_systemic(
+        &self,
+        core: &mut Core,
+        involved: Vec<ToolId>,
+        step: u64,
+        now: Timestamp,
+        events: &mut Vec<Event>,
+    ) {
+        let names = self.names_in_order(core);
+        let event = core
+            .cascade
+            .start(involved, &core.records, &names, step, now)
+            .clone();
+        let runs: Vec<(&str, u32)> = core
+            .cascade
+            .involved
+            .iter()
+            .filter_map(|id| {
+                let record = core.records.get(id.0 as usize)?;
+                Some((*names.get(id.0 as usize)?, record.consecutive_failures))
+            })
+            .collect();
+        let line = LedgerEntry {
+            tool: event.tools.join(", "),
+            failure: Failure::with_category(
+                event.to_string(),
+                event.category.unwrap_or(FailureCategory::Other),
+            ),
+            step,
+            at: now,
+            charged: true,
+            pending: false,
+            systemic: false,
+        };
+        core.budget.fold(&runs, line);
+        // The systemic pause takes over from a budget pause: the fold may have refunded it.
+        core.halt = Some(PauseReason::Systemic {
+            category: event.category,
+        });
+        for precheck in &mut core.prechecks {
+            precheck.result = None;
+        }
+        self.sync_all(core);
+        events.push(Event::Systemic {
+            pattern: event.pattern.clone(),
+            cause: event.cause().to_owned(),
+            tools: event.tools.clone(),
+        });
+    }
+
+    /// Copies every record into its hot mirror (after changes that touch many tools).
+    pub(crate) fn sync_all(&self, core: &Core) {
+        for (i, record) in core.records.iter().enumerate() {
+            if let Some(slot) = u32::try_from(i).ok().and_then(|i| self.slots.get(i)) {
+                slot.hot.sync(record, core.prechecks[i].gated());
+            }
+        }
+        self.halted.store(core.needs_slow_path(), Ordering::Release);
+    }
+
+    /// The user confirms that the infrastructure behind a systemic failure is fixed (R9.3):
+    /// calls resume, the tools it opened probe again with exponential backoff (R9.5), and
+    /// every pre-call check is due again (R10.3). Returns the event, or `None` when no
+    /// systemic failure is in force.
+    pub fn confirm_recovery(&self) -> Option<SystemicEvent> {
+        let step = self.step();
+        let (event, events) = {
+            let mut core = self.lock();
+            let core = &mut *core;
+            if !core.cascade.active() {
+                return None;
+            }
+            let involved = core.cascade.involved.clone();
+            for id in involved {
+                if let Some(record) = core.records.get_mut(id.0 as usize)
+                    && record.state != CircuitState::Closed
+                {
+                    record.backoff = 1;
+                    record.opened_at_step = Some(step);
+                    record.attempts_since_open = 0;
+                }
+            }
+            for precheck in &mut core.prechecks {
+                precheck.result = None;
+            }
+            let event = core.cascade.event.as_mut().map(|e| {
+                e.recovered = true;
+                e.clone()
+            });
+            if matches!(core.halt, Some(PauseReason::Systemic { .. })) {
+                core.halt = None;
+            }
+            let mut events = vec![Event::RecoveryConfirmed];
+            self.exhaust(core, &mut events);
+            self.sync_all(core);
+            (event, events)
+        };
+        self.emit(&events);
+        event
+    }
+
+    /// The systemic failure in force, or the last one.
+    pub fn systemic_event(&self) -> Option<SystemicEvent> {
+        self.lock().cascade.event.clone()
     }
 
     #[cold]
@@ -660,9 +959,11 @@ impl Expeditor {
         };
         let event = {
             let mut core = self.lock();
-            let record = &mut core.records[tool.0 as usize];
+            let core = &mut *core;
+            let i = tool.0 as usize;
+            let record = &mut core.records[i];
             let t = record.cancel(via);
-            slot.hot.sync(record);
+            slot.hot.sync(record, core.prechecks[i].gated());
             t.map(|t| Self::transition_event(slot, record, t))
         };
         if let Some(event) = event {
@@ -734,6 +1035,23 @@ impl Expeditor {
         };
         core.names.insert(spec.name().into(), id);
         core.records.push(BreakerRecord::default());
+        let disallowed = core
+            .allowed
+            .as_ref()
+            .is_some_and(|allowed| !allowed.iter().any(|a| a == spec.name()));
+        core.prechecks.push(Precheck {
+            result: None,
+            disallowed,
+        });
+        if spec.is_caching() {
+            core.freshness.set_profile(
+                spec.name(),
+                crate::freshness::FreshnessProfile {
+                    caches: true,
+                    source: None,
+                },
+            );
+        }
         self.slots.insert(
             id.0,
             ToolSlot {
@@ -853,6 +1171,16 @@ impl Expeditor {
         self.lock().halt
     }
 
+    /// The wall clock's time now.
+    pub fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    /// Whether `tool` is declared as caching (R6.2).
+    pub fn is_caching(&self, tool: impl Into<ToolId>) -> bool {
+        self.slot(tool.into()).is_some_and(|s| s.spec.is_caching())
+    }
+
     /// The agent's current step.
     #[inline]
     pub fn step(&self) -> u64 {
@@ -865,24 +1193,27 @@ impl Expeditor {
         self.step.fetch_add(1, Ordering::AcqRel).saturating_add(1)
     }
 
-    /// Starts a new cycle (R7.4): the budget and ledger reset and a budget pause lifts;
-    /// breaker states are kept. Returns the new cycle's number.
+    /// Starts a new cycle (R7.4): the budget and ledger reset, a budget pause (or a pause for
+    /// lack of achievable work) lifts; breaker states are kept, and so is a systemic pause,
+    /// which only [`confirm_recovery`](Self::confirm_recovery) lifts. Returns the new cycle's
+    /// number.
     pub fn new_cycle(&self) -> u64 {
         let cycle = {
             let mut core = self.lock();
             core.budget.next_cycle();
-            if matches!(core.halt, Some(PauseReason::BudgetExhausted { .. })) {
+            core.cycle_started_at = self.clock.now();
+            if matches!(
+                core.halt,
+                Some(PauseReason::BudgetExhausted { .. } | PauseReason::NothingAchievable)
+            ) {
                 core.halt = None;
-                self.halted.store(false, Ordering::Release);
             }
+            core.deferred = None;
+            self.halted.store(core.needs_slow_path(), Ordering::Release);
             core.budget.cycle()
         };
         self.emit(&[Event::CycleStarted { cycle }]);
         cycle
-    }
-
-    pub(crate) fn set_halted(&self, halted: bool) {
-        self.halted.store(halted, Ordering::Release);
     }
 
     pub(crate) fn set_step(&self, step: u64) {

@@ -16,11 +16,14 @@
 pub mod breaker;
 pub mod budget;
 pub mod capability;
+pub mod cascade;
 pub mod clock;
 pub mod event;
 pub mod expeditor;
 pub mod failure;
+pub mod freshness;
 pub mod policy;
+pub mod precheck;
 pub mod report;
 pub mod route;
 pub mod scope;
@@ -34,6 +37,7 @@ pub use capability::{
     AlternativeSpec, CapabilityMap, Degradation, MapError, MapErrors, Severity, ToolSpec,
     UNKNOWN_DEGRADATION,
 };
+pub use cascade::SystemicEvent;
 pub use clock::{ManualClock, SystemClock, Timestamp, WallClock};
 pub use event::{Event, Observer};
 pub use expeditor::{
@@ -41,15 +45,24 @@ pub use expeditor::{
     ToolId,
 };
 pub use failure::{Classify, Failure, FailureCategory};
+pub use freshness::{
+    Dated, Freshness, FreshnessProfile, Labelled, Observation, StaleCache, digest,
+};
 pub use policy::{Policy, PolicyBuilder, PolicyError, PolicyProblem, ProbeUnit};
-pub use report::{ModelNote, PauseReport, StateRow, StateTable, ToolHealth, WorkLine};
+pub use precheck::Availability;
+pub use report::{ModelNote, PauseReport, StateRow, StateTable, ToolHealth, ToolOffer, WorkLine};
 pub use route::{AlternativeRoute, Route, RouteKind, RouteTaken, Routes};
-pub use scope::{ScopeError, SubTask, Task, WorkStatus};
+pub use scope::{
+    Deferral, ScopeError, ScopeLine, ScopeReport, SubTask, Task, ToolStanding, WorkStatus,
+};
 pub use snapshot::{RestoreError, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, Snapshot, ToolSnapshot};
 pub mod executor;
 pub mod toolbox;
 
-pub use executor::{CallError, Plan, Refusal, RefusalReason, Routed, finish, plan, plan_direct};
+pub use executor::{
+    CallError, Freshen, Plan, Refusal, RefusalReason, Routed, finish, finish_fresh, keep_last_good,
+    plan, plan_direct, serve_stale,
+};
 pub use toolbox::{ToolSet, UnknownTool};
 
 /// Support for the code `#[toolbox]` generates. Not a public API: it may change in any

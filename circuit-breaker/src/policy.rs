@@ -33,6 +33,9 @@ pub struct Policy {
     budget: u32,
     probe_every: u32,
     probe_unit: ProbeUnit,
+    cascade_window: u64,
+    backoff_cap: u32,
+    cascade_detection: bool,
 }
 
 impl Policy {
@@ -42,6 +45,11 @@ impl Policy {
     pub const DEFAULT_BUDGET: u32 = 5;
     /// The seed's default probe interval: every 3rd attempt after opening.
     pub const DEFAULT_PROBE_EVERY: u32 = 3;
+    /// Circuits opening within this many steps of each other count together for cascade
+    /// detection (0: the same step).
+    pub const DEFAULT_CASCADE_WINDOW: u64 = 0;
+    /// The seed's cap on probe backoff after a cascade: 20 steps.
+    pub const DEFAULT_BACKOFF_CAP: u32 = 20;
 
     /// A builder starting from the defaults.
     pub fn builder() -> PolicyBuilder {
@@ -60,6 +68,9 @@ impl Policy {
             budget,
             probe_every,
             probe_unit,
+            cascade_window: Self::DEFAULT_CASCADE_WINDOW,
+            backoff_cap: Self::DEFAULT_BACKOFF_CAP,
+            cascade_detection: true,
         }
     }
 
@@ -82,6 +93,22 @@ impl Policy {
     pub const fn probe_unit(&self) -> ProbeUnit {
         self.probe_unit
     }
+
+    /// Circuits opening within this many steps count together for cascade detection (R9.2).
+    pub const fn cascade_window(&self) -> u64 {
+        self.cascade_window
+    }
+
+    /// The most a probe waits after a cascade, and the most the intervals along a chain of
+    /// routes add up to (R9.5).
+    pub const fn backoff_cap(&self) -> u32 {
+        self.backoff_cap
+    }
+
+    /// Whether correlated openings are treated as one systemic event (R9.2).
+    pub const fn cascade_detection(&self) -> bool {
+        self.cascade_detection
+    }
 }
 
 impl Default for Policy {
@@ -91,6 +118,9 @@ impl Default for Policy {
             budget: Self::DEFAULT_BUDGET,
             probe_every: Self::DEFAULT_PROBE_EVERY,
             probe_unit: ProbeUnit::Attempts,
+            cascade_window: Self::DEFAULT_CASCADE_WINDOW,
+            backoff_cap: Self::DEFAULT_BACKOFF_CAP,
+            cascade_detection: true,
         }
     }
 }
@@ -103,6 +133,9 @@ pub struct PolicyBuilder {
     budget: u32,
     probe_every: u32,
     probe_unit: ProbeUnit,
+    cascade_window: u64,
+    backoff_cap: u32,
+    cascade_detection: bool,
 }
 
 impl Default for PolicyBuilder {
@@ -113,6 +146,9 @@ impl Default for PolicyBuilder {
             budget: p.budget,
             probe_every: p.probe_every,
             probe_unit: p.probe_unit,
+            cascade_window: p.cascade_window,
+            backoff_cap: p.backoff_cap,
+            cascade_detection: p.cascade_detection,
         }
     }
 }
@@ -146,6 +182,28 @@ impl PolicyBuilder {
         self
     }
 
+    /// Circuits opening within this many steps count together for cascade detection.
+    #[must_use]
+    pub fn cascade_window(mut self, steps: u64) -> Self {
+        self.cascade_window = steps;
+        self
+    }
+
+    /// The cap on probe backoff after a cascade (at least 1).
+    #[must_use]
+    pub fn backoff_cap(mut self, cap: u32) -> Self {
+        self.backoff_cap = cap;
+        self
+    }
+
+    /// Whether correlated openings are treated as one systemic event (default: yes). Turn it
+    /// off for tools known to share nothing: every breaker then stays independent (R9.6).
+    #[must_use]
+    pub fn cascade_detection(mut self, on: bool) -> Self {
+        self.cascade_detection = on;
+        self
+    }
+
     /// Validates and builds the policy.
     ///
     /// # Errors
@@ -161,12 +219,18 @@ impl PolicyBuilder {
         if self.probe_every == 0 {
             problems.push(PolicyProblem::ZeroProbeInterval);
         }
+        if self.backoff_cap == 0 {
+            problems.push(PolicyProblem::ZeroBackoffCap);
+        }
         if problems.is_empty() {
             Ok(Policy {
                 threshold: self.threshold,
                 budget: self.budget,
                 probe_every: self.probe_every,
                 probe_unit: self.probe_unit,
+                cascade_window: self.cascade_window,
+                backoff_cap: self.backoff_cap,
+                cascade_detection: self.cascade_detection,
             })
         } else {
             Err(PolicyError(problems))
@@ -181,6 +245,9 @@ impl From<Policy> for PolicyBuilder {
             budget: p.budget,
             probe_every: p.probe_every,
             probe_unit: p.probe_unit,
+            cascade_window: p.cascade_window,
+            backoff_cap: p.backoff_cap,
+            cascade_detection: p.cascade_detection,
         }
     }
 }
@@ -202,6 +269,8 @@ pub enum PolicyProblem {
     ZeroBudget,
     /// A probe interval of 0 would probe on the call that just failed.
     ZeroProbeInterval,
+    /// A backoff cap of 0 would leave no time between probes after a cascade.
+    ZeroBackoffCap,
 }
 
 impl fmt::Display for PolicyProblem {
@@ -210,6 +279,7 @@ impl fmt::Display for PolicyProblem {
             PolicyProblem::ZeroThreshold => "threshold must be at least 1 consecutive failure",
             PolicyProblem::ZeroBudget => "budget must be at least 1 failure per cycle",
             PolicyProblem::ZeroProbeInterval => "probe_every must be at least 1",
+            PolicyProblem::ZeroBackoffCap => "backoff_cap must be at least 1",
         })
     }
 }

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::breaker::{BreakerRecord, CircuitState, FailureMark, SuccessMark};
 use crate::budget::BudgetStatus;
+use crate::cascade::SystemicEvent;
 use crate::expeditor::{Expeditor, PauseReason, Skip, SkipReason, ToolId};
 use crate::failure::FailureCategory;
 use crate::route::Route;
@@ -204,6 +205,9 @@ impl fmt::Display for ToolHealth {
 pub struct PauseReport {
     /// Why the agent paused; `None` for a status report while running.
     pub paused: Option<PauseReason>,
+    /// The systemic failure behind the pause, with its suspected cause (R9.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub systemic: Option<SystemicEvent>,
     /// Sub-tasks done.
     pub completed: Vec<WorkLine>,
     /// Sub-tasks failed or not attempted.
@@ -219,10 +223,16 @@ pub struct PauseReport {
 impl PauseReport {
     /// Builds the report from the expeditor's state and the task's progress.
     pub(crate) fn build(expeditor: &Expeditor, task: &Task) -> Self {
-        let (records, budget, paused) = {
+        let (records, budget, paused, event) = {
             let core = expeditor.lock();
-            (core.records.clone(), core.budget.clone(), core.halt)
+            (
+                core.records.clone(),
+                core.budget.clone(),
+                core.halt,
+                core.cascade.event.clone(),
+            )
         };
+        let systemic = event.filter(|_| matches!(paused, Some(PauseReason::Systemic { .. })));
         let named: Vec<&str> = task
             .subtasks()
             .iter()
@@ -261,11 +271,32 @@ impl PauseReport {
             }
         }
 
-        let mut recommendations: Vec<String> = health
-            .iter()
-            .filter(|h| !h.is_healthy())
-            .map(|h| recommendation(&h.tool, h.category))
-            .collect();
+        let mut recommendations: Vec<String> = Vec::new();
+        if let Some(event) = &systemic {
+            let policy = expeditor.policy();
+            let (base, cap) = (policy.probe_every(), policy.backoff_cap());
+            let mut schedule: Vec<String> = Vec::new();
+            for level in 1..=8 {
+                let interval = crate::cascade::backoff_interval(base, level, cap, 0);
+                if schedule.last() != Some(&interval.to_string()) {
+                    schedule.push(interval.to_string());
+                }
+                if interval >= cap {
+                    break;
+                }
+            }
+            recommendations.push(format!(
+                "Fix the {} issue, then confirm recovery: probes resume backing off ({}, capped at {cap})",
+                event.cause(),
+                schedule.join(", ")
+            ));
+        }
+        recommendations.extend(
+            health
+                .iter()
+                .filter(|h| !h.is_healthy())
+                .map(|h| recommendation(&h.tool, h.category)),
+        );
         let resume = incomplete
             .iter()
             .find(|l| l.status == WorkStatus::NotAttempted)
@@ -278,6 +309,7 @@ impl PauseReport {
         }
         PauseReport {
             paused,
+            systemic,
             completed,
             incomplete,
             tool_health: health,
@@ -315,6 +347,15 @@ impl fmt::Display for PauseReport {
         match self.paused {
             Some(PauseReason::BudgetExhausted { .. }) => {
                 writeln!(f, "FAILURE BUDGET EXHAUSTED — PAUSING")?;
+            }
+            Some(PauseReason::Systemic { .. }) => {
+                writeln!(f, "SYSTEMIC FAILURE — PAUSING")?;
+                if let Some(event) = &self.systemic {
+                    writeln!(f, "{event}")?;
+                }
+            }
+            Some(PauseReason::NothingAchievable) => {
+                writeln!(f, "NO ACHIEVABLE WORK — PAUSING")?;
             }
             None => writeln!(f, "STATUS REPORT — {}", self.budget)?,
         }
@@ -383,6 +424,17 @@ impl ModelNote {
         };
         let why = match skip.reason() {
             SkipReason::UnknownTool => "it is not a tool of this agent".to_owned(),
+            SkipReason::Unavailable => {
+                let availability = skip
+                    .expeditor()
+                    .availability(skip.tool())
+                    .unwrap_or(crate::precheck::Availability::Unavailable(String::new()));
+                format!("the pre-call check says {availability}")
+            }
+            SkipReason::Deferred => match skip.expeditor().deferred_subtask() {
+                Some(n) => format!("sub-task {n} is deferred, so its tools are not called"),
+                None => "its sub-task is deferred".to_owned(),
+            },
             reason => {
                 let record = skip.expeditor().breaker(skip.tool()).unwrap_or_default();
                 let mut why = String::new();
@@ -422,18 +474,45 @@ impl ModelNote {
         }
     }
 
-    pub(crate) fn for_pause(reason: PauseReason) -> Self {
-        let why = match reason {
-            PauseReason::BudgetExhausted { consumed, limit } => {
-                format!("failure budget exhausted ({consumed} / {limit} failures this cycle)")
+    pub(crate) fn for_pause(reason: PauseReason, systemic: Option<&SystemicEvent>) -> Self {
+        let report = "stop and report the completed and incomplete work to the user.";
+        let (why, instead) = match reason {
+            PauseReason::BudgetExhausted { consumed, limit } => (
+                format!("failure budget exhausted ({consumed} / {limit} failures this cycle)"),
+                report.to_owned(),
+            ),
+            PauseReason::Systemic { .. } => {
+                let (why, cause) = systemic.map_or_else(
+                    || ("a systemic failure".to_owned(), "infrastructure"),
+                    |e| (lowercase_first(&e.to_string()), e.cause()),
+                );
+                (
+                    why,
+                    format!(
+                        "stop and report the completed and incomplete work to the user; calls resume once the user confirms the {cause} issue is resolved."
+                    ),
+                )
             }
+            PauseReason::NothingAchievable => (
+                "every remaining sub-task is deferred: the tools it needs are not working"
+                    .to_owned(),
+                "stop and report the completed and deferred work to the user.".to_owned(),
+            ),
         };
         ModelNote {
             tool: None,
             why,
-            instead: "stop and report the completed and incomplete work to the user.".to_owned(),
+            instead,
         }
     }
+}
+
+fn lowercase_first(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_lowercase().chain(chars).collect())
+        .unwrap_or_default()
 }
 
 /// The last error as the model may read it: quoted on one line, unless it would invite a
@@ -496,5 +575,77 @@ impl Expeditor {
     /// the health of the tools it involves, the budget, and recommendations.
     pub fn pause_report(&self, task: &Task) -> PauseReport {
         PauseReport::build(self, task)
+    }
+}
+
+/// The tools to offer a language model now (R10): those it may call, and for each one held
+/// back (OPEN or UNAVAILABLE) the short text saying why and what to do instead, so the model
+/// is not invited to call a broken tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolOffer {
+    /// The tools the model may call, in map order.
+    pub offered: Vec<String>,
+    /// Why the others are held back.
+    pub withheld: Vec<ModelNote>,
+}
+
+impl fmt::Display for ToolOffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.offered.is_empty() {
+            f.write_str("Tools you may call: none")?;
+        } else {
+            write!(f, "Tools you may call: {}", self.offered.join(", "))?;
+        }
+        if !self.withheld.is_empty() {
+            f.write_str("\nDo not call:")?;
+            for note in &self.withheld {
+                write!(f, "\n  - {note}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Expeditor {
+    /// The tools to offer a language model now (R10): every tool but those OPEN or
+    /// UNAVAILABLE, which are listed with the reason; while paused, none.
+    pub fn offer(&self) -> ToolOffer {
+        let ids: Vec<ToolId> = self.tools().collect();
+        let paused = {
+            let core = self.lock();
+            core.halt.map(|reason| (reason, core.cascade.event.clone()))
+        };
+        if let Some((reason, event)) = paused {
+            let event = event.filter(|_| matches!(reason, PauseReason::Systemic { .. }));
+            return ToolOffer {
+                offered: Vec::new(),
+                withheld: vec![ModelNote::for_pause(reason, event.as_ref())],
+            };
+        }
+        let mut offer = ToolOffer {
+            offered: Vec::new(),
+            withheld: Vec::new(),
+        };
+        for id in ids {
+            let Some(name) = self.tool_name(id) else {
+                continue;
+            };
+            let state = self.state(id);
+            let unavailable = self
+                .availability(id)
+                .is_some_and(|a| matches!(a, crate::precheck::Availability::Unavailable(_)));
+            let reason = match state {
+                Some(CircuitState::Open) => Some(SkipReason::Open),
+                Some(CircuitState::Closed) if unavailable => Some(SkipReason::Unavailable),
+                _ => None,
+            };
+            match reason {
+                Some(reason) => offer
+                    .withheld
+                    .push(ModelNote::for_skip(&Skip::view(self, id, reason))),
+                None => offer.offered.push(name.to_owned()),
+            }
+        }
+        offer
     }
 }

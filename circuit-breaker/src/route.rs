@@ -155,10 +155,10 @@ impl<'a> Iterator for Routes<'a> {
                         continue;
                     }
                     // An alternative whose own circuit is OPEN is passed over (R4.1).
-                    let usable = self
-                        .expeditor
-                        .slot(tool)
-                        .is_some_and(|alt| alt.hot.state() != crate::CircuitState::Open);
+                    // So is one a pre-call check found UNAVAILABLE (R10.2).
+                    let usable = self.expeditor.slot(tool).is_some_and(|alt| {
+                        alt.hot.state() != crate::CircuitState::Open && !alt.hot.is_gated()
+                    });
                     if usable {
                         return Some(Route::Alternative(AlternativeRoute { tool, spec }));
                     }
@@ -192,6 +192,8 @@ pub enum RouteKind {
     Fallback,
     /// The work was dropped from the scope.
     ScopeReduction,
+    /// The last good result for the same arguments, labelled STALE DATA (R6).
+    Stale,
 }
 
 /// The route taken instead of a tool, with what it cost (R4.2): travels with the result so
@@ -245,6 +247,11 @@ impl fmt::Display for RouteTaken {
                 f,
                 "{} circuit OPEN → scope reduction\n  → SKIPPED: work that needs {} — no tools available",
                 self.from, self.from
+            ),
+            RouteKind::Stale => write!(
+                f,
+                "{} circuit OPEN → last good result for the same arguments\n  → Decision: STALE DATA — labelled, not fresh",
+                self.from
             ),
         }
     }

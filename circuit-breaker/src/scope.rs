@@ -105,8 +105,8 @@ impl Task {
     }
 }
 
-/// A sub-task number that does not exist.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// A sub-task that does not exist, or cannot be worked on now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ScopeError {
     /// Sub-tasks are numbered 1 to `count`.
     NoSuchSubTask {
@@ -115,6 +115,8 @@ pub enum ScopeError {
         /// How many sub-tasks the task has.
         count: usize,
     },
+    /// The sub-task is deferred: its tools will not be called (R5.3).
+    Deferred(Deferral),
 }
 
 impl fmt::Display for ScopeError {
@@ -124,8 +126,455 @@ impl fmt::Display for ScopeError {
                 f,
                 "no sub-task {number}: the task has sub-tasks 1 to {count}"
             ),
+            ScopeError::Deferred(d) => write!(
+                f,
+                "sub-task {} is deferred: it requires {} ({}) — {}",
+                d.number,
+                d.blocked_by,
+                d.reason,
+                d.unblock.replace('\n', " ")
+            ),
         }
     }
 }
 
 impl std::error::Error for ScopeError {}
+
+/// Where one needed tool stands, for the scope report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolStanding {
+    /// The tool.
+    pub tool: String,
+    /// Its circuit's state.
+    pub state: crate::breaker::CircuitState,
+    /// Whether it blocks the sub-task.
+    pub blocks: bool,
+    /// Why it blocks, or how it is reached instead: `no alternative`, `via Bash`,
+    /// `UNAVAILABLE — server down`.
+    pub note: Option<String>,
+}
+
+impl fmt::Display for ToolStanding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.tool, self.state)?;
+        match &self.note {
+            Some(note) => write!(f, " — {note}"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// One sub-task in the scope report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScopeLine {
+    /// Its number, from 1.
+    pub number: usize,
+    /// Its title.
+    pub title: String,
+    /// Whether it can be done with the tools that work (or already was).
+    pub achievable: bool,
+    /// Its progress.
+    pub status: WorkStatus,
+    /// Where each needed tool stands.
+    pub tools: Vec<ToolStanding>,
+}
+
+/// A deferred sub-task: why, and what would unblock it (R5.1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Deferral {
+    /// The sub-task's number.
+    pub number: usize,
+    /// The tool that blocks it.
+    pub blocked_by: String,
+    /// Why: `circuit OPEN`, `UNAVAILABLE`, `paused`.
+    pub reason: String,
+    /// What would unblock it: the next cycle's probe, or the tool's manual fallback.
+    pub unblock: String,
+}
+
+/// The seed's "Scope Reduction Report" (R5.2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScopeReport {
+    /// Every sub-task, in order.
+    pub lines: Vec<ScopeLine>,
+    /// The deferred ones, in order.
+    pub deferred: Vec<Deferral>,
+}
+
+impl ScopeReport {
+    /// The numbers of the sub-tasks that can be done now.
+    pub fn achievable(&self) -> impl Iterator<Item = usize> + '_ {
+        self.lines.iter().filter(|l| l.achievable).map(|l| l.number)
+    }
+
+    /// Whether sub-task `number` is deferred.
+    pub fn is_deferred(&self, number: usize) -> bool {
+        self.deferred.iter().any(|d| d.number == number)
+    }
+
+    /// Every remaining sub-task deferred (R5.4): nothing can be done; pause and report.
+    pub fn nothing_achievable(&self) -> bool {
+        let mut remaining = self
+            .lines
+            .iter()
+            .filter(|l| l.status != WorkStatus::Done)
+            .peekable();
+        remaining.peek().is_some() && remaining.all(|l| !l.achievable)
+    }
+}
+
+/// `1, 2, 4` / `3 and 5` / `3, 5 and 6`.
+fn numbers(list: &[usize], and: bool) -> String {
+    let text: Vec<String> = list.iter().map(ToString::to_string).collect();
+    match text.as_slice() {
+        [head @ .., tail] if and && !head.is_empty() => format!("{} and {tail}", head.join(", ")),
+        _ => text.join(", "),
+    }
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+impl ScopeReport {
+    /// Deferred sub-tasks grouped by the tool that blocks them, in order of appearance.
+    fn groups(&self) -> Vec<(&Deferral, Vec<usize>)> {
+        let mut groups: Vec<(&Deferral, Vec<usize>)> = Vec::new();
+        for d in &self.deferred {
+            match groups
+                .iter_mut()
+                .find(|(g, _)| g.blocked_by == d.blocked_by && g.reason == d.reason)
+            {
+                Some((_, list)) => list.push(d.number),
+                None => groups.push((d, vec![d.number])),
+            }
+        }
+        groups
+    }
+
+    fn write_lines(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let width = self
+            .lines
+            .iter()
+            .map(|l| format!("{}. {}", l.number, l.title).chars().count() + 2)
+            .max()
+            .unwrap_or(0)
+            .max(37);
+        for line in &self.lines {
+            let head = format!("{}. {}", line.number, line.title);
+            let pad = width - head.chars().count();
+            let tools: Vec<String> = line.tools.iter().map(ToString::to_string).collect();
+            let mark = if line.achievable { 'x' } else { ' ' };
+            write!(f, "  [{mark}] {head}{}", " ".repeat(pad))?;
+            if tools.is_empty() {
+                writeln!(f, "(no tools)")?;
+            } else {
+                writeln!(f, "({})", tools.join(", "))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn write_recommendation(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let todo: Vec<usize> = self
+            .lines
+            .iter()
+            .filter(|l| l.achievable && l.status != WorkStatus::Done)
+            .map(|l| l.number)
+            .collect();
+        write!(f, "\nRecommendation: ")?;
+        if self.nothing_achievable() {
+            write!(
+                f,
+                "pause and report — no sub-task can be done with the tools that work."
+            )?;
+        } else if todo.is_empty() {
+            write!(f, "every achievable sub-task is done.")?;
+        } else {
+            write!(
+                f,
+                "Complete {} {} now.",
+                if todo.len() == 1 {
+                    "sub-task"
+                } else {
+                    "sub-tasks"
+                },
+                numbers(&todo, false)
+            )?;
+        }
+        for (d, list) in &self.groups() {
+            write!(
+                f,
+                "\n{} {} {} {} — {}",
+                if list.len() == 1 {
+                    "Sub-task"
+                } else {
+                    "Sub-tasks"
+                },
+                numbers(list, true),
+                if list.len() == 1 {
+                    "requires"
+                } else {
+                    "require"
+                },
+                d.blocked_by,
+                d.unblock
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for ScopeReport {
+    /// The seed's layout (R5.2).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "Scope Reduction Report:\n")?;
+        writeln!(
+            f,
+            "Original scope: {}",
+            plural(self.lines.len(), "sub-task", "sub-tasks")
+        )?;
+        self.write_lines(f)?;
+        let achievable = self.achievable().count();
+        writeln!(
+            f,
+            "\nReduced scope: {} achievable",
+            plural(achievable, "sub-task", "sub-tasks")
+        )?;
+        let groups = self.groups();
+        if groups.is_empty() {
+            writeln!(f, "Deferred: none")?;
+        }
+        for (d, list) in &groups {
+            writeln!(
+                f,
+                "Deferred: {} {} {} ({})",
+                plural(list.len(), "sub-task", "sub-tasks"),
+                if list.len() == 1 {
+                    "requires"
+                } else {
+                    "require"
+                },
+                d.blocked_by,
+                d.reason
+            )?;
+        }
+        self.write_recommendation(f)
+    }
+}
+
+impl crate::Expeditor {
+    /// Where one needed tool stands, and why it blocks when it does.
+    fn standing(
+        &self,
+        core: &crate::expeditor::Core,
+        name: &str,
+    ) -> (ToolStanding, Option<(String, String)>) {
+        use crate::breaker::CircuitState;
+        let Some(&id) = core.names.get(name) else {
+            // Not known yet: it gets its state on first use, CLOSED (R2.4).
+            let standing = ToolStanding {
+                tool: name.to_owned(),
+                state: CircuitState::Closed,
+                blocks: false,
+                note: None,
+            };
+            return (standing, None);
+        };
+        let i = id.index() as usize;
+        let record = &core.records[i];
+        let precheck = &core.prechecks[i];
+        let slot = self.slot(id);
+        let fallback = slot.map_or("", |s| s.spec.fallback_text());
+        let via = slot.and_then(|s| {
+            crate::route::Routes::new(self, Some(s)).find_map(|r| match r {
+                crate::route::Route::Alternative(alt) => Some(alt.name().to_owned()),
+                _ => None,
+            })
+        });
+        let has_alternatives = slot.is_some_and(|s| !s.alternatives.is_empty());
+        let mut standing = ToolStanding {
+            tool: name.to_owned(),
+            state: record.state(),
+            blocks: false,
+            note: None,
+        };
+        let blocked = |standing: &mut ToolStanding, note: String, reason: &str, unblock: String| {
+            standing.blocks = true;
+            standing.note = Some(note);
+            Some((reason.to_owned(), unblock))
+        };
+        let or_fallback = |first: &str| format!("{first}\nor {fallback}.");
+        let why = match record.state() {
+            CircuitState::Closed if precheck.gated() => {
+                if let Some(alt) = via {
+                    standing.note = Some(format!("UNAVAILABLE — via {alt}"));
+                    None
+                } else {
+                    let availability = precheck.availability();
+                    let reason = availability.reason().unwrap_or("").to_owned();
+                    blocked(
+                        &mut standing,
+                        format!("UNAVAILABLE — {reason}"),
+                        "UNAVAILABLE",
+                        or_fallback("will check it again before the next call"),
+                    )
+                }
+            }
+            CircuitState::Closed => None,
+            CircuitState::HalfOpen => {
+                standing.note = Some("probing".to_owned());
+                None
+            }
+            CircuitState::Open => match via {
+                Some(alt) => {
+                    standing.note = Some(format!("via {alt}"));
+                    None
+                }
+                None => blocked(
+                    &mut standing,
+                    if has_alternatives {
+                        "alternatives unavailable".to_owned()
+                    } else {
+                        "no alternative".to_owned()
+                    },
+                    "circuit OPEN",
+                    or_fallback("will probe on next cycle"),
+                ),
+            },
+        };
+        (standing, why)
+    }
+
+    /// The scope now (R5.1, R5.2): which sub-tasks can be done with the tools that work —
+    /// every needed tool CLOSED or with a usable alternative — and which are deferred, why,
+    /// and what would unblock them. When every remaining sub-task is deferred the expeditor
+    /// pauses (R5.4) until a later scope finds work, or a new cycle.
+    pub fn scope(&self, task: &Task) -> ScopeReport {
+        use crate::expeditor::PauseReason;
+        let mut core = self.lock();
+        let core = &mut *core;
+        let paused = match core.halt {
+            Some(PauseReason::BudgetExhausted { .. }) => Some((
+                "paused: failure budget exhausted".to_owned(),
+                "resume in the next cycle, with a new budget.".to_owned(),
+            )),
+            Some(PauseReason::Systemic { .. }) => Some((
+                "paused: systemic failure".to_owned(),
+                format!(
+                    "resume once recovery from the {} issue is confirmed.",
+                    core.cascade
+                        .event
+                        .as_ref()
+                        .map_or("infrastructure", |e| e.cause())
+                ),
+            )),
+            Some(PauseReason::NothingAchievable) | None => None,
+        };
+        let mut lines = Vec::new();
+        let mut deferred = Vec::new();
+        for (i, sub) in task.subtasks().iter().enumerate() {
+            let number = i + 1;
+            let mut tools = Vec::new();
+            let mut blocker: Option<(String, String, String)> = None;
+            for name in &sub.needs {
+                let (standing, why) = self.standing(core, name);
+                if let (None, Some((reason, unblock))) = (&blocker, why) {
+                    blocker = Some((name.clone(), reason, unblock));
+                }
+                tools.push(standing);
+            }
+            let done = sub.status == WorkStatus::Done;
+            if !done
+                && blocker.is_none()
+                && let Some((reason, unblock)) = &paused
+            {
+                blocker = Some((
+                    sub.needs.first().cloned().unwrap_or_default(),
+                    reason.clone(),
+                    unblock.clone(),
+                ));
+            }
+            let achievable = done || blocker.is_none();
+            if let (false, Some((tool, reason, unblock))) = (achievable, blocker) {
+                deferred.push(Deferral {
+                    number,
+                    blocked_by: tool,
+                    reason,
+                    unblock,
+                });
+            }
+            lines.push(ScopeLine {
+                number,
+                title: sub.title.clone(),
+                achievable,
+                status: sub.status.clone(),
+                tools,
+            });
+        }
+        let report = ScopeReport { lines, deferred };
+        if report.nothing_achievable() {
+            if core.halt.is_none() {
+                core.halt = Some(PauseReason::NothingAchievable);
+            }
+        } else if core.halt == Some(PauseReason::NothingAchievable) {
+            core.halt = None;
+        }
+        self.sync_all(core);
+        report
+    }
+
+    /// Starts work on sub-task `number`: refused when it is deferred, and then its tools are
+    /// refused too (SKIP) until another sub-task begins or [`end_subtask`](Self::end_subtask)
+    /// (R5.3).
+    ///
+    /// # Errors
+    /// [`ScopeError::Deferred`] with why and what would unblock it, or
+    /// [`ScopeError::NoSuchSubTask`].
+    pub fn begin_subtask(&self, task: &Task, number: usize) -> Result<(), ScopeError> {
+        let count = task.subtasks().len();
+        let Some(sub) = number.checked_sub(1).and_then(|i| task.subtasks().get(i)) else {
+            return Err(ScopeError::NoSuchSubTask { number, count });
+        };
+        let report = self.scope(task);
+        let deferral = report.deferred.into_iter().find(|d| d.number == number);
+        let mut guard = self.lock();
+        let core = &mut *guard;
+        let result = match deferral {
+            None => {
+                core.deferred = None;
+                Ok(())
+            }
+            Some(deferral) => {
+                let tools = sub
+                    .needs
+                    .iter()
+                    .filter_map(|n| core.names.get(n.as_str()).copied())
+                    .collect();
+                core.deferred = Some(crate::expeditor::DeferredWork { number, tools });
+                Err(ScopeError::Deferred(deferral))
+            }
+        };
+        self.sync_all(core);
+        drop(guard);
+        if let Err(ScopeError::Deferred(d)) = &result {
+            self.emit(&[crate::Event::SubTaskDeferred {
+                number,
+                reason: format!("requires {} ({})", d.blocked_by, d.reason),
+            }]);
+        }
+        result
+    }
+
+    /// Ends work on the current sub-task: a deferred one no longer holds its tools back.
+    pub fn end_subtask(&self) {
+        let mut core = self.lock();
+        core.deferred = None;
+        self.sync_all(&core);
+    }
+
+    /// The deferred sub-task being worked on, if any.
+    pub fn deferred_subtask(&self) -> Option<usize> {
+        self.lock().deferred.as_ref().map(|d| d.number)
+    }
+}

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::breaker::BreakerRecord;
 use crate::budget::Budget;
 use crate::capability::{MapErrors, ToolSpec, check_tool};
+use crate::cascade::{Cascade, SystemicEvent};
 use crate::event::Event;
 use crate::expeditor::{Core, Expeditor, PauseReason, ToolId};
 
@@ -35,6 +36,10 @@ pub struct Snapshot {
     pub budget: Budget,
     /// Every tool, in registration order, with its spec and breaker.
     pub tools: Vec<ToolSnapshot>,
+    /// The systemic failure in force or last seen (R9): a paused agent stays paused across
+    /// processes until recovery is confirmed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub systemic: Option<SystemicEvent>,
 }
 
 /// One tool in a snapshot.
@@ -132,13 +137,44 @@ impl Expeditor {
                 ..tool.breaker.clone()
             };
         }
-        for (i, record) in core.records.iter().enumerate() {
-            if let Some(slot) = u32::try_from(i)
-                .ok()
-                .and_then(|i| self.slot(ToolId::from_index(i)))
-            {
-                slot.hot.sync(record);
-            }
+        for precheck in &mut core.prechecks {
+            precheck.result = None;
+        }
+        self.sync_all(core);
+    }
+
+    /// Registers the snapshot's tools this expeditor does not know, with ids planned ahead so
+    /// that they may name each other as alternatives. Called after every check passed.
+    fn register_new_tools(&self, core: &mut Core, snapshot: &Snapshot) {
+        // All checked: apply. New tools first, with ids planned ahead so that they may
+        // name each other as alternatives.
+        let new: Vec<&ToolSnapshot> = snapshot
+            .tools
+            .iter()
+            .filter(|t| !core.names.contains_key(t.spec.name()))
+            .collect();
+        let first_new = core.records.len();
+        let planned: HashMap<&str, ToolId> = new
+            .iter()
+            .enumerate()
+            .filter_map(|(k, t)| {
+                let id = u32::try_from(first_new + k).ok()?;
+                Some((t.spec.name(), ToolId::from_index(id)))
+            })
+            .collect();
+        for tool in &new {
+            let alternatives: Box<[ToolId]> = tool
+                .spec
+                .alternatives()
+                .iter()
+                .filter_map(|a| {
+                    core.names
+                        .get(a.tool())
+                        .or_else(|| planned.get(a.tool()))
+                        .copied()
+                })
+                .collect();
+            self.push_tool(core, tool.spec.clone(), alternatives);
         }
     }
 
@@ -163,6 +199,7 @@ impl Expeditor {
             version: SNAPSHOT_VERSION,
             step: self.step(),
             budget: core.budget.clone(),
+            systemic: core.cascade.event.clone(),
             tools,
         }
     }
@@ -232,41 +269,28 @@ impl Expeditor {
             if !errors.is_empty() {
                 return Err(RestoreError::Map(MapErrors(errors)));
             }
-            // All checked: apply. New tools first, with ids planned ahead so that they may
-            // name each other as alternatives.
-            let new: Vec<&ToolSnapshot> = snapshot
-                .tools
-                .iter()
-                .filter(|t| !core.names.contains_key(t.spec.name()))
-                .collect();
-            let first_new = core.records.len();
-            let planned: HashMap<&str, ToolId> = new
-                .iter()
-                .enumerate()
-                .filter_map(|(k, t)| {
-                    let id = u32::try_from(first_new + k).ok()?;
-                    Some((t.spec.name(), ToolId::from_index(id)))
-                })
-                .collect();
-            for tool in &new {
-                let alternatives: Box<[ToolId]> = tool
-                    .spec
-                    .alternatives()
-                    .iter()
-                    .filter_map(|a| {
-                        core.names
-                            .get(a.tool())
-                            .or_else(|| planned.get(a.tool()))
-                            .copied()
-                    })
-                    .collect();
-                self.push_tool(&mut core, tool.spec.clone(), alternatives);
-            }
+            self.register_new_tools(&mut core, snapshot);
             self.apply_records(&mut core, snapshot);
             core.budget = budget;
+            core.cascade = Cascade::default();
+            let mut halt = halt;
+            if let Some(event) = &snapshot.systemic {
+                core.cascade.involved = event
+                    .tools
+                    .iter()
+                    .filter_map(|t| core.names.get(t.as_str()).copied())
+                    .collect();
+                if !event.recovered {
+                    halt = Some(PauseReason::Systemic {
+                        category: event.category,
+                    });
+                }
+                core.cascade.event = Some(event.clone());
+            }
             core.halt = halt;
-            self.set_halted(halt.is_some());
+            core.deferred = None;
             self.set_step(snapshot.step);
+            self.sync_all(&core);
             snapshot.tools.len()
         };
         self.emit(&[Event::Restored {

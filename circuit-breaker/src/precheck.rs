@@ -1,0 +1,178 @@
+//! Pre-call checks (seed step 10, SPEC R10): before the loop, a tool can be checked — it is
+//! allowed, its server is healthy, its resource exists. The check is run by the executor (the
+//! expeditor never calls anything); the expeditor keeps its result and acts on it:
+//!
+//! - AVAILABLE: the breaker loop as usual.
+//! - DEGRADED: the tool's failure threshold is lowered by one, never below 1 (R10.2).
+//! - UNAVAILABLE: calls route to an alternative without being made and without charging the
+//!   budget (R10.2). It never stops an OPEN tool from reaching HALF-OPEN: a due probe still
+//!   goes through.
+//!
+//! Results are cached until a systemic event, when every tool is checked again (R10.3). A tool
+//! left out of the allowed-tools list is UNAVAILABLE without a check.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The result of a pre-call check (R10.1).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(
+    tag = "availability",
+    content = "reason",
+    rename_all = "SCREAMING_SNAKE_CASE"
+)]
+pub enum Availability {
+    /// Proceed to the breaker loop.
+    Available,
+    /// Proceed with caution: the failure threshold is lowered by one.
+    Degraded(String),
+    /// Do not call: route to an alternative without charging the budget.
+    Unavailable(String),
+}
+
+impl Availability {
+    /// `AVAILABLE`, `DEGRADED` or `UNAVAILABLE`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Availability::Available => "AVAILABLE",
+            Availability::Degraded(_) => "DEGRADED",
+            Availability::Unavailable(_) => "UNAVAILABLE",
+        }
+    }
+
+    /// The reason given with a DEGRADED or UNAVAILABLE result.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Availability::Available => None,
+            Availability::Degraded(r) | Availability::Unavailable(r) => Some(r),
+        }
+    }
+}
+
+impl fmt::Display for Availability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())?;
+        match self.reason() {
+            Some(reason) if !reason.is_empty() => write!(f, " — {reason}"),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// What the expeditor keeps of a tool's checks.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Precheck {
+    /// The cached result; `None` until checked, and again after a systemic event.
+    pub(crate) result: Option<Availability>,
+    /// Left out of the allowed-tools list.
+    pub(crate) disallowed: bool,
+}
+
+/// The reason given to a tool left out of the allowed-tools list.
+pub(crate) const NOT_ALLOWED: &str = "not in the allowed-tools list";
+
+impl Precheck {
+    /// What the tool counts as now.
+    pub(crate) fn availability(&self) -> Availability {
+        if self.disallowed {
+            Availability::Unavailable(NOT_ALLOWED.to_owned())
+        } else {
+            self.result.clone().unwrap_or(Availability::Available)
+        }
+    }
+
+    /// Held back from calls (UNAVAILABLE or not allowed).
+    pub(crate) fn gated(&self) -> bool {
+        self.disallowed || matches!(self.result, Some(Availability::Unavailable(_)))
+    }
+
+    /// The threshold after a DEGRADED result (R10.2).
+    pub(crate) fn threshold(&self, threshold: u32) -> u32 {
+        match self.result {
+            Some(Availability::Degraded(_)) => threshold.saturating_sub(1).max(1),
+            _ => threshold,
+        }
+    }
+}
+
+impl crate::Expeditor {
+    /// Whether `tool` should be checked before its next call: never checked yet, or checked
+    /// before the last systemic event (R10.3). The executor runs the check and reports it
+    /// with [`record_precheck`](Self::record_precheck); the expeditor calls nothing.
+    pub fn precheck_due(&self, tool: impl Into<crate::ToolId>) -> bool {
+        let tool = tool.into();
+        self.lock()
+            .prechecks
+            .get(tool.index() as usize)
+            .is_some_and(|p| p.result.is_none() && !p.disallowed)
+    }
+
+    /// Records the result of a pre-call check of `tool` (R10.1), cached until the next
+    /// systemic event. Returns `false` for an unknown tool.
+    pub fn record_precheck(
+        &self,
+        tool: impl Into<crate::ToolId>,
+        availability: Availability,
+    ) -> bool {
+        let tool = tool.into();
+        let event = {
+            let mut core = self.lock();
+            let core = &mut *core;
+            let Some(precheck) = core.prechecks.get_mut(tool.index() as usize) else {
+                return false;
+            };
+            let changed = precheck.availability() != availability;
+            precheck.result = Some(availability);
+            let shown = precheck.availability().to_string();
+            self.sync_all(core);
+            changed.then(|| crate::Event::AvailabilityChanged {
+                tool: self.tool_name(tool).unwrap_or("?").to_owned(),
+                availability: shown,
+            })
+        };
+        if let Some(event) = event {
+            self.emit(&[event]);
+        }
+        true
+    }
+
+    /// What `tool` counts as now: its last check, UNAVAILABLE when not allowed, AVAILABLE
+    /// when never checked. `None` for an unknown tool.
+    pub fn availability(&self, tool: impl Into<crate::ToolId>) -> Option<Availability> {
+        let tool = tool.into();
+        self.lock()
+            .prechecks
+            .get(tool.index() as usize)
+            .map(Precheck::availability)
+    }
+
+    /// Only these tools may be called (the seed's `allowed-tools`): every other tool, and any
+    /// discovered later, is UNAVAILABLE without being checked or called (R10.1).
+    pub fn allow_only<I, S>(&self, tools: I)
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let allowed: Vec<String> = tools.into_iter().map(|s| s.as_ref().to_owned()).collect();
+        let mut core = self.lock();
+        let core = &mut *core;
+        for (i, precheck) in core.prechecks.iter_mut().enumerate() {
+            let name = u32::try_from(i)
+                .ok()
+                .and_then(|i| self.tool_name(crate::ToolId::from_index(i)));
+            precheck.disallowed = !name.is_some_and(|n| allowed.iter().any(|a| a == n));
+        }
+        core.allowed = Some(allowed);
+        self.sync_all(core);
+    }
+
+    /// Forgets every cached check: each tool is checked again before its next call.
+    pub fn invalidate_prechecks(&self) {
+        let mut core = self.lock();
+        for precheck in &mut core.prechecks {
+            precheck.result = None;
+        }
+        self.sync_all(&core);
+    }
+}
