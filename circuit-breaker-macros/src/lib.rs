@@ -52,3 +52,6 @@ pub fn tool(_args: TokenStream, input: TokenStream) -> TokenStream {
     .write_errors();
     quote!(#input #error).into()
 }
+
+#[cfg(test)]
+mod tests;

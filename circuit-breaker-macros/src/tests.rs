@@ -24,11 +24,11 @@ fn expand_file(path: &Path) -> String {
     prettyplease::unparse(&file)
 }
 
-#[test]
-fn b2_expansion_snapshot_small_toolbox() {
+/// Compares the expansion of `tests/expand/<name>.rs` with `<name>.expanded.rs`.
+fn check_snapshot(name: &str) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/expand");
-    let input = dir.join("small.rs");
-    let snapshot = dir.join("small.expanded.rs");
+    let input = dir.join(format!("{name}.rs"));
+    let snapshot = dir.join(format!("{name}.expanded.rs"));
     let expanded = expand_file(&input);
     if std::env::var_os("UPDATE_EXPAND").is_some() || !snapshot.exists() {
         std::fs::write(&snapshot, &expanded).expect("snapshot is writable");
@@ -36,6 +36,17 @@ fn b2_expansion_snapshot_small_toolbox() {
     let expected = std::fs::read_to_string(&snapshot).expect("snapshot is readable");
     assert!(
         expected == expanded,
-        "expansion changed; review the diff and rerun with UPDATE_EXPAND=1\n--- expected\n{expected}\n--- actual\n{expanded}"
+        "expansion of {name} changed; review the diff and rerun with UPDATE_EXPAND=1\n--- expected\n{expected}\n--- actual\n{expanded}"
     );
+}
+
+#[test]
+fn b2_expansion_snapshot_small_toolbox() {
+    check_snapshot("small");
+}
+
+/// Freshness labels, stale answers and pre-call checks (R6, R10) in generated code.
+#[test]
+fn r6_r10_expansion_snapshot_freshness_and_prechecks() {
+    check_snapshot("fresh");
 }

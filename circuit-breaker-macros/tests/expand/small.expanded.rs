@@ -50,6 +50,7 @@ const _: () = {
             "ask the user which files to examine",
             _cb::__private::core::option::Option::None,
             _cb::__private::core::option::Option::None,
+            false,
         ),
         _cb::__private::ToolSpec::new_static(
             "bash",
@@ -58,6 +59,7 @@ const _: () = {
             "report commands that need to be run manually",
             _cb::__private::core::option::Option::Some(1u32),
             _cb::__private::core::option::Option::None,
+            false,
         ),
         _cb::__private::ToolSpec::new_static(
             "WebSearch",
@@ -66,6 +68,7 @@ const _: () = {
             "ask the user",
             _cb::__private::core::option::Option::None,
             _cb::__private::core::option::Option::None,
+            false,
         ),
     ];
     static __CB_MAP: _cb::__private::CapabilityMap = _cb::__private::CapabilityMap::from_static(
@@ -208,7 +211,10 @@ const _: () = {
                     _cb::__private::finish(
                         __cb_ticket,
                         _cb::__private::core::option::Option::None,
-                        _cb::__private::ToolResult::into_result(
+                        <Result<
+                            Vec<String>,
+                            std::io::Error,
+                        > as _cb::__private::ToolResult>::into_result(
                             self.toolbox.grep(pattern),
                         ),
                         |__cb_error| (&&&_cb::__private::Wrap(__cb_error)).__cb_failure(),
@@ -222,7 +228,10 @@ const _: () = {
                     _cb::__private::finish(
                         __cb_ticket,
                         _cb::__private::core::option::Option::Some(__cb_route),
-                        _cb::__private::ToolResult::into_result(
+                        <Result<
+                            Vec<String>,
+                            std::io::Error,
+                        > as _cb::__private::ToolResult>::into_result(
                             self.toolbox.grep_with_rg(pattern),
                         ),
                         |__cb_error| (&&&_cb::__private::Wrap(__cb_error)).__cb_failure(),
@@ -255,7 +264,10 @@ const _: () = {
                     _cb::__private::finish(
                         __cb_ticket,
                         _cb::__private::core::option::Option::None,
-                        _cb::__private::ToolResult::into_result(
+                        <Result<
+                            String,
+                            std::io::Error,
+                        > as _cb::__private::ToolResult>::into_result(
                             self.toolbox.bash(command),
                         ),
                         |__cb_error| (&&&_cb::__private::Wrap(__cb_error)).__cb_failure(),
@@ -291,7 +303,9 @@ const _: () = {
                     _cb::__private::finish(
                         __cb_ticket,
                         _cb::__private::core::option::Option::None,
-                        _cb::__private::ToolResult::into_result(
+                        <std::io::Result<
+                            Vec<String>,
+                        > as _cb::__private::ToolResult>::into_result(
                             self.toolbox.web_search(query).await,
                         ),
                         |__cb_error| (&&&_cb::__private::Wrap(__cb_error)).__cb_failure(),

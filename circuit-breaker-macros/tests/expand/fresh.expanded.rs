@@ -1,0 +1,287 @@
+impl Index {
+    fn search(&self, query: &str) -> Result<Vec<String>, std::io::Error> {
+        Ok(vec![query.to_owned()])
+    }
+    fn lookup(&self, key: u64) -> Result<u64, std::io::Error> {
+        Ok(key)
+    }
+    fn server_up(&self) -> circuit_breaker::Availability {
+        circuit_breaker::Availability::Available
+    }
+}
+/// The tools of [`Index`]'s `#[toolbox]`, in capability-map order.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub enum IndexTool {
+    /// `search`: document search
+    Search,
+    /// `lookup`: cached lookups
+    Lookup,
+}
+/// [`Index`] with a circuit breaker on every tool: each method asks the expeditor first, calls the tool (or an adapter through an alternative) only when allowed, and records the outcome.
+#[allow(private_interfaces)]
+pub struct GuardedIndex {
+    toolbox: Index,
+    expeditor: ::circuit_breaker::Expeditor,
+    __cb_stale_search: ::circuit_breaker::__private::StaleCache<
+        <Result<
+            Vec<String>,
+            std::io::Error,
+        > as ::circuit_breaker::__private::ToolResult>::Ok,
+    >,
+}
+const _: () = {
+    use ::circuit_breaker as _cb;
+    static __CB_ALTERNATIVES_0: [_cb::__private::AlternativeSpec; 0usize] = [];
+    static __CB_ALTERNATIVES_1: [_cb::__private::AlternativeSpec; 0usize] = [];
+    static __CB_TOOLS: [_cb::__private::ToolSpec; 2usize] = [
+        _cb::__private::ToolSpec::new_static(
+            "search",
+            "document search",
+            &__CB_ALTERNATIVES_0,
+            "ask the user for the documents",
+            _cb::__private::core::option::Option::None,
+            _cb::__private::core::option::Option::None,
+            false,
+        ),
+        _cb::__private::ToolSpec::new_static(
+            "lookup",
+            "cached lookups",
+            &__CB_ALTERNATIVES_1,
+            "ask the user",
+            _cb::__private::core::option::Option::None,
+            _cb::__private::core::option::Option::None,
+            true,
+        ),
+    ];
+    static __CB_MAP: _cb::__private::CapabilityMap = _cb::__private::CapabilityMap::from_static(
+        &__CB_TOOLS,
+    );
+    static __CB_ALL: [IndexTool; 2usize] = [IndexTool::Search, IndexTool::Lookup];
+    impl IndexTool {
+        /// Every tool, in capability-map order.
+        pub const ALL: [Self; 2usize] = [Self::Search, Self::Lookup];
+        /// The tool's name in the capability map.
+        pub const fn name(self) -> &'static str {
+            match self {
+                Self::Search => "search",
+                Self::Lookup => "lookup",
+            }
+        }
+        /// The toolbox's capability map, checked at compile time.
+        pub fn capability_map() -> &'static _cb::CapabilityMap {
+            &__CB_MAP
+        }
+    }
+    impl _cb::ToolSet for IndexTool {
+        const ALL: &'static [Self] = &__CB_ALL;
+        fn name(self) -> &'static str {
+            IndexTool::name(self)
+        }
+        fn capability_map() -> &'static _cb::CapabilityMap {
+            &__CB_MAP
+        }
+        fn policy() -> _cb::Policy {
+            _cb::__private::policy(3u32, 5u32, 3u32, false)
+        }
+    }
+    impl _cb::__private::core::convert::From<IndexTool> for _cb::ToolId {
+        fn from(tool: IndexTool) -> Self {
+            _cb::ToolId::from_index(
+                match tool {
+                    IndexTool::Search => 0u32,
+                    IndexTool::Lookup => 1u32,
+                },
+            )
+        }
+    }
+    impl _cb::__private::core::fmt::Display for IndexTool {
+        fn fmt(
+            &self,
+            f: &mut _cb::__private::core::fmt::Formatter<'_>,
+        ) -> _cb::__private::core::fmt::Result {
+            f.pad(IndexTool::name(*self))
+        }
+    }
+    impl _cb::__private::core::str::FromStr for IndexTool {
+        type Err = _cb::UnknownTool;
+        fn from_str(
+            name: &str,
+        ) -> _cb::__private::core::result::Result<Self, _cb::UnknownTool> {
+            <Self as _cb::ToolSet>::from_name(name)
+        }
+    }
+    impl _cb::__private::serde::Serialize for IndexTool {
+        fn serialize<__S: _cb::__private::serde::Serializer>(
+            &self,
+            serializer: __S,
+        ) -> _cb::__private::core::result::Result<__S::Ok, __S::Error> {
+            _cb::__private::serialize_tool(IndexTool::name(*self), serializer)
+        }
+    }
+    impl<'de> _cb::__private::serde::Deserialize<'de> for IndexTool {
+        fn deserialize<__D: _cb::__private::serde::Deserializer<'de>>(
+            deserializer: __D,
+        ) -> _cb::__private::core::result::Result<Self, __D::Error> {
+            _cb::__private::deserialize_tool(deserializer)
+        }
+    }
+    #[allow(private_interfaces)]
+    impl GuardedIndex {
+        /// Wraps the toolbox with a fresh expeditor: the declared policy, every tool
+        /// CLOSED, the system clock.
+        pub fn new(toolbox: Index) -> Self {
+            Self::with_expeditor(toolbox, |builder| builder)
+        }
+        /// Wraps the toolbox with an expeditor configured by `configure`: a clock,
+        /// observers, another policy.
+        pub fn with_expeditor(
+            toolbox: Index,
+            configure: impl _cb::__private::core::ops::FnOnce(
+                _cb::ExpeditorBuilder,
+            ) -> _cb::ExpeditorBuilder,
+        ) -> Self {
+            let builder = <IndexTool as _cb::ToolSet>::expeditor_builder();
+            Self {
+                toolbox,
+                expeditor: _cb::__private::expeditor(configure(builder)),
+                __cb_stale_search: _cb::__private::core::default::Default::default(),
+            }
+        }
+        /// The expeditor: breakers, budget, reports.
+        pub fn expeditor(&self) -> &_cb::Expeditor {
+            &self.expeditor
+        }
+        /// The toolbox itself, unguarded.
+        pub fn toolbox(&self) -> &Index {
+            &self.toolbox
+        }
+        /// The toolbox itself, unguarded and mutable.
+        pub fn toolbox_mut(&mut self) -> &mut Index {
+            &mut self.toolbox
+        }
+        /// The toolbox and its expeditor, apart.
+        pub fn into_parts(self) -> (Index, _cb::Expeditor) {
+            (self.toolbox, self.expeditor)
+        }
+        ///
+        /// Guarded `search`: asks the expeditor first, then calls the tool, an adapter through an alternative, or neither; the outcome is recorded and the route taken travels with the value.
+        pub fn search(
+            &self,
+            query: &str,
+        ) -> _cb::__private::core::result::Result<
+            _cb::Routed<
+                <Result<Vec<String>, std::io::Error> as _cb::__private::ToolResult>::Ok,
+            >,
+            _cb::CallError<
+                <Result<Vec<String>, std::io::Error> as _cb::__private::ToolResult>::Err,
+            >,
+        > {
+            #[allow(unused_imports)]
+            use _cb::__private::{ViaClassify as _, ViaDisplay as _, ViaError as _};
+            let __cb_args: u64 = _cb::__private::digest(&(&query,));
+            if self.expeditor.precheck_due(IndexTool::Search) {
+                let __cb_availability = _cb::__private::IntoAvailability::into_availability(
+                    self.toolbox.server_up(),
+                );
+                self.expeditor.record_precheck(IndexTool::Search, __cb_availability);
+            }
+            #[allow(unused_imports)]
+            use _cb::__private::{NotDated as _, ViaDated as _};
+            let __cb_freshen: _cb::__private::Freshen<
+                <Result<Vec<String>, std::io::Error> as _cb::__private::ToolResult>::Ok,
+            > = _cb::__private::Freshen {
+                tool: _cb::ToolId::from(IndexTool::Search),
+                args: _cb::__private::core::option::Option::Some(__cb_args),
+                digest: |__cb_value| _cb::__private::core::option::Option::Some(
+                    _cb::__private::digest(__cb_value),
+                ),
+                dated: |__cb_value| {
+                    (&_cb::__private::DateOf(__cb_value)).__cb_data_time()
+                },
+            };
+            match _cb::__private::plan_direct(&self.expeditor, IndexTool::Search) {
+                _cb::__private::core::result::Result::Ok(__cb_ticket) => {
+                    let __cb_outcome = _cb::__private::finish_fresh(
+                        &self.expeditor,
+                        __cb_ticket,
+                        _cb::__private::core::option::Option::None,
+                        <Result<
+                            Vec<String>,
+                            std::io::Error,
+                        > as _cb::__private::ToolResult>::into_result(
+                            self.toolbox.search(query),
+                        ),
+                        |__cb_error| {
+                            (&&&_cb::__private::Wrap(__cb_error)).__cb_failure()
+                        },
+                        &__cb_freshen,
+                    );
+                    _cb::__private::keep_last_good(
+                        &self.__cb_stale_search,
+                        __cb_args,
+                        &self.expeditor,
+                        &__cb_outcome,
+                    );
+                    __cb_outcome
+                }
+                _cb::__private::core::result::Result::Err(__cb_refusal) => {
+                    _cb::__private::serve_stale(
+                        __cb_refusal,
+                        &self.__cb_stale_search,
+                        __cb_args,
+                    )
+                }
+            }
+        }
+        ///
+        /// Guarded `lookup`: asks the expeditor first, then calls the tool, an adapter through an alternative, or neither; the outcome is recorded and the route taken travels with the value.
+        pub fn lookup(
+            &self,
+            key: u64,
+        ) -> _cb::__private::core::result::Result<
+            _cb::Routed<<Result<u64, std::io::Error> as _cb::__private::ToolResult>::Ok>,
+            _cb::CallError<
+                <Result<u64, std::io::Error> as _cb::__private::ToolResult>::Err,
+            >,
+        > {
+            #[allow(unused_imports)]
+            use _cb::__private::{ViaClassify as _, ViaDisplay as _, ViaError as _};
+            #[allow(unused_imports)]
+            use _cb::__private::{NotDated as _, ViaDated as _};
+            let __cb_freshen: _cb::__private::Freshen<
+                <Result<u64, std::io::Error> as _cb::__private::ToolResult>::Ok,
+            > = _cb::__private::Freshen {
+                tool: _cb::ToolId::from(IndexTool::Lookup),
+                args: _cb::__private::core::option::Option::None,
+                digest: |_| _cb::__private::core::option::Option::None,
+                dated: |__cb_value| {
+                    (&_cb::__private::DateOf(__cb_value)).__cb_data_time()
+                },
+            };
+            match _cb::__private::plan_direct(&self.expeditor, IndexTool::Lookup) {
+                _cb::__private::core::result::Result::Ok(__cb_ticket) => {
+                    _cb::__private::finish_fresh(
+                        &self.expeditor,
+                        __cb_ticket,
+                        _cb::__private::core::option::Option::None,
+                        <Result<
+                            u64,
+                            std::io::Error,
+                        > as _cb::__private::ToolResult>::into_result(
+                            self.toolbox.lookup(key),
+                        ),
+                        |__cb_error| {
+                            (&&&_cb::__private::Wrap(__cb_error)).__cb_failure()
+                        },
+                        &__cb_freshen,
+                    )
+                }
+                _cb::__private::core::result::Result::Err(__cb_refusal) => {
+                    _cb::__private::core::result::Result::Err(
+                        _cb::CallError::Refused(__cb_refusal),
+                    )
+                }
+            }
+        }
+    }
+};
