@@ -65,6 +65,10 @@ impl fmt::Display for CircuitState {
 const STATE_MASK: u32 = 0b11;
 /// The hot word's bit for a tool held back by a pre-call check.
 const GATED: u32 = 0b100;
+/// The hot word's bit for a breaker backing off after a cascade (its interval needs the lock).
+const BACKOFF: u32 = 0b1000;
+/// The hot word's state bits of an OPEN breaker.
+const OPEN_BITS: u32 = 1;
 
 /// The last failure of a tool: when, at which step, and what it said (R2.1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -402,16 +406,33 @@ impl BreakerRecord {
 pub(crate) struct Hot {
     word: AtomicU32,
     last_success_step: AtomicU64,
+    /// Attempts since the circuit opened: counted here, without the lock, on the rejection
+    /// path; the record's `attempts_since_open` is refreshed from it under the lock.
+    attempts: AtomicU32,
+    /// The step the circuit opened at (for probes counted in steps).
+    opened_at: AtomicU64,
 }
 
 /// `last_success_step` before any success.
 const NEVER: u64 = u64::MAX;
+
+/// What a lock-free look at an OPEN breaker says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OpenCheck {
+    /// No probe due: skip without the lock.
+    Skip,
+    /// A probe may be due, or the breaker is not simply OPEN: take the lock. `Some(n)` when
+    /// this attempt was already counted as the `n`th.
+    Slow(Option<u32>),
+}
 
 impl Hot {
     pub(crate) fn new() -> Self {
         Hot {
             word: AtomicU32::new(0),
             last_success_step: AtomicU64::new(NEVER),
+            attempts: AtomicU32::new(0),
+            opened_at: AtomicU64::new(0),
         }
     }
 
@@ -432,6 +453,51 @@ impl Hot {
         self.word.load(Ordering::Acquire) & GATED != 0
     }
 
+    /// The rejection path (R3.1): an OPEN breaker, not gated, not backing off after a
+    /// cascade, whose probe is not due, is skipped without the lock and without allocating.
+    #[inline]
+    pub(crate) fn check_open(&self, settings: Settings, step: u64) -> OpenCheck {
+        if self.word.load(Ordering::Acquire) & (STATE_MASK | GATED | BACKOFF) != OPEN_BITS {
+            return OpenCheck::Slow(None);
+        }
+        match settings.probe_unit {
+            ProbeUnit::Attempts => {
+                let n = self
+                    .attempts
+                    .fetch_add(1, Ordering::AcqRel)
+                    .saturating_add(1);
+                if n < settings.probe_every {
+                    OpenCheck::Skip
+                } else {
+                    OpenCheck::Slow(Some(n))
+                }
+            }
+            ProbeUnit::Steps => {
+                let due = self
+                    .opened_at
+                    .load(Ordering::Acquire)
+                    .saturating_add(u64::from(settings.probe_every));
+                if step < due {
+                    OpenCheck::Skip
+                } else {
+                    OpenCheck::Slow(None)
+                }
+            }
+        }
+    }
+
+    /// Attempts counted since the circuit opened.
+    pub(crate) fn attempts(&self) -> u32 {
+        self.attempts.load(Ordering::Acquire)
+    }
+
+    /// Counts one more attempt on an OPEN breaker; returns the count.
+    pub(crate) fn count_attempt(&self) -> u32 {
+        self.attempts
+            .fetch_add(1, Ordering::AcqRel)
+            .saturating_add(1)
+    }
+
     /// CLOSED, no consecutive failure, and a success already recorded in `step`: a success
     /// now changes nothing.
     #[inline]
@@ -440,12 +506,21 @@ impl Hot {
             && self.last_success_step.load(Ordering::Acquire) == step
     }
 
-    /// Copies the record into the mirror. Called under the expeditor's lock after every change.
+    /// Restarts the attempt counter: the circuit just (re)opened, or its record was replaced.
+    pub(crate) fn reset_attempts(&self, attempts: u32) {
+        self.attempts.store(attempts, Ordering::Release);
+    }
+
+    /// Copies the record into the mirror. Called under the expeditor's lock after every
+    /// change (the attempt counter is the mirror's own: see `reset_attempts`).
     pub(crate) fn sync(&self, record: &BreakerRecord, gated: bool) {
-        let failures = record.consecutive_failures.min(u32::MAX >> 3);
+        let failures = record.consecutive_failures.min(u32::MAX >> 4);
         let gate = if gated { GATED } else { 0 };
+        let backoff = if record.backoff > 0 { BACKOFF } else { 0 };
+        self.opened_at
+            .store(record.opened_at_step.unwrap_or(0), Ordering::Release);
         self.word.store(
-            (failures << 3) | gate | record.state.bits(),
+            (failures << 4) | backoff | gate | record.state.bits(),
             Ordering::Release,
         );
         let step = record.last_success.map_or(NEVER, |s| s.step);

@@ -24,8 +24,9 @@ use crate::route::{Route, RouteTaken};
 pub struct Routed<T> {
     /// The value.
     pub value: T,
-    /// The route taken instead of the tool, if one was.
-    pub route: Option<RouteTaken>,
+    /// The route taken instead of the tool, if one was (boxed: the healthy path carries only
+    /// a null pointer).
+    pub route: Option<Box<RouteTaken>>,
     /// How fresh the value is (R6): no label for a live result.
     pub freshness: Freshness,
 }
@@ -181,7 +182,7 @@ pub enum Plan<'a> {
         /// The alternative tool's ticket: the adapter's outcome is recorded against it.
         ticket: Ticket<'a>,
         /// The route taken.
-        route: RouteTaken,
+        route: Box<RouteTaken>,
     },
     /// Call nothing.
     Refuse(Box<Refusal>),
@@ -217,7 +218,7 @@ pub fn plan<'a>(
                         return Plan::Adapter {
                             index,
                             ticket,
-                            route: route.taken(skip.tool_name()),
+                            route: Box::new(route.taken(skip.tool_name())),
                         };
                     }
                     Decision::Skip(_) => {}
@@ -235,30 +236,30 @@ pub fn plan<'a>(
 ///
 /// # Errors
 /// The [`Refusal`] when the tool must not be called.
+#[inline]
 pub fn plan_direct(
     expeditor: &Expeditor,
     tool: impl Into<ToolId>,
 ) -> Result<Ticket<'_>, Box<Refusal>> {
     let tool = tool.into();
-    match plan(expeditor, tool, &[]) {
-        Plan::Primary(ticket) => Ok(ticket),
-        Plan::Refuse(refusal) => Err(refusal),
-        // Without adapters `plan` never picks one; were it to, the call is refused rather
-        // than made through a route nobody asked for.
-        Plan::Adapter { ticket, route, .. } => {
-            drop(ticket);
-            let name = expeditor.tool_name(tool).unwrap_or("?").to_owned();
-            Err(Box::new(Refusal {
-                note: ModelNote {
-                    tool: Some(name.clone()),
-                    why: "no adapter reaches it".to_owned(),
-                    instead: "leave this work out and report it as skipped.".to_owned(),
-                },
-                tool: name,
-                reason: RefusalReason::Open,
-                route: Some(route),
-            }))
-        }
+    match expeditor.decide(tool) {
+        Decision::Call(ticket) | Decision::Probe(ticket) => Ok(ticket),
+        other => Err(refuse(expeditor, tool, &other)),
+    }
+}
+
+/// The refusal for a SKIP or PAUSE when no adapter can take the call: the best route as
+/// advice.
+#[cold]
+fn refuse(expeditor: &Expeditor, tool: ToolId, decision: &Decision<'_>) -> Box<Refusal> {
+    match decision {
+        Decision::Pause(pause) => Refusal::paused(expeditor.tool_name(tool).unwrap_or("?"), pause),
+        Decision::Skip(skip) => Refusal::from_skip(skip, &skip.route()),
+        // Only SKIP and PAUSE are refused; a ticket is never turned down here.
+        Decision::Call(_) | Decision::Probe(_) => Refusal::from_skip(
+            &Skip::view(expeditor, tool, SkipReason::Open),
+            &Route::ScopeReduction,
+        ),
     }
 }
 
@@ -267,11 +268,12 @@ pub fn plan_direct(
 ///
 /// # Errors
 /// [`CallError::Failed`] when `result` is an error; `failure` describes it for the breaker.
+#[inline]
 pub fn finish<T, E>(
     ticket: Ticket<'_>,
-    route: Option<RouteTaken>,
+    route: Option<Box<RouteTaken>>,
     result: Result<T, E>,
-    failure: impl FnOnce(&E) -> Failure,
+    failure: fn(&E) -> Failure,
 ) -> Result<Routed<T>, CallError<E>> {
     match result {
         Ok(value) => {
@@ -289,7 +291,7 @@ pub fn finish<T, E>(
                 tool,
                 error,
                 recorded,
-                route: route.map(Box::new),
+                route,
             })
         }
     }
@@ -326,9 +328,9 @@ impl<T> fmt::Debug for Freshen<T> {
 pub fn finish_fresh<T, E>(
     expeditor: &Expeditor,
     ticket: Ticket<'_>,
-    route: Option<RouteTaken>,
+    route: Option<Box<RouteTaken>>,
     result: Result<T, E>,
-    failure: impl FnOnce(&E) -> Failure,
+    failure: fn(&E) -> Failure,
     freshen: &Freshen<T>,
 ) -> Result<Routed<T>, CallError<E>> {
     let mut routed = finish(ticket, route, result, failure)?;
@@ -386,7 +388,7 @@ pub fn serve_stale<T: Clone, E>(
     match cache.recall(args).filter(|_| eligible) {
         Some((value, at)) => Ok(Routed {
             value,
-            route: Some(RouteTaken {
+            route: Some(Box::new(RouteTaken {
                 from: refusal.tool.clone(),
                 kind: crate::route::RouteKind::Stale,
                 to: None,
@@ -396,7 +398,7 @@ pub fn serve_stale<T: Clone, E>(
                 )),
                 severity: crate::capability::Severity::High,
                 fallback: None,
-            }),
+            })),
             freshness: Freshness::Stale { retrieved_at: at },
         }),
         None => Err(CallError::Refused(refusal)),

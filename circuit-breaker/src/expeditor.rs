@@ -13,7 +13,9 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
-use crate::breaker::{BreakerRecord, CircuitState, Hot, Settings, Transition, Verdict, Via};
+use crate::breaker::{
+    BreakerRecord, CircuitState, Hot, OpenCheck, Settings, Transition, Verdict, Via,
+};
 use crate::budget::{Budget, BudgetStatus, LedgerEntry};
 use crate::capability::{CapabilityMap, MapError, MapErrors, ToolSpec, check_tool};
 use crate::cascade::{Cascade, SystemicEvent, backoff_interval, category_of};
@@ -571,10 +573,13 @@ impl Expeditor {
     #[inline]
     pub fn decide(&self, tool: impl Into<ToolId>) -> Decision<'_> {
         let tool = tool.into();
-        if let Some(slot) = self.slots.get(tool.0)
-            && slot.hot.is_callable()
-            && !self.halted.load(Ordering::Acquire)
-        {
+        let Some(slot) = self.slots.get(tool.0) else {
+            return self.decide_slow(tool, None);
+        };
+        if self.halted.load(Ordering::Acquire) {
+            return self.decide_slow(tool, None);
+        }
+        if slot.hot.is_callable() {
             return Decision::Call(Ticket {
                 expeditor: self,
                 slot,
@@ -583,7 +588,15 @@ impl Expeditor {
                 done: false,
             });
         }
-        self.decide_slow(tool)
+        match slot.hot.check_open(slot.settings, self.step()) {
+            OpenCheck::Skip => Decision::Skip(Skip {
+                expeditor: self,
+                tool,
+                slot: Some(slot),
+                reason: SkipReason::Open,
+            }),
+            OpenCheck::Slow(counted) => self.decide_slow(tool, counted),
+        }
     }
 
     /// [`decide`](Self::decide) by name; a tool not seen before gets its state now, CLOSED,
@@ -600,7 +613,7 @@ impl Expeditor {
     }
 
     #[cold]
-    fn decide_slow(&self, tool: ToolId) -> Decision<'_> {
+    fn decide_slow(&self, tool: ToolId, counted: Option<u32>) -> Decision<'_> {
         let Some(slot) = self.slots.get(tool.0) else {
             return Decision::Skip(Skip {
                 expeditor: self,
@@ -645,6 +658,12 @@ impl Expeditor {
                     slot: Some(slot),
                     reason: SkipReason::Unavailable,
                 });
+            }
+            if record.state == CircuitState::Open {
+                // The attempt counter lives in the mirror (the rejection path counts there
+                // without the lock); this attempt is counted once.
+                let n = counted.unwrap_or_else(|| slot.hot.count_attempt());
+                record.attempts_since_open = n.saturating_sub(1);
             }
             let (verdict, transition) = record.decide(slot.settings, interval, step);
             slot.hot.sync(record, gated);
@@ -818,6 +837,9 @@ impl Expeditor {
             let record = &mut core.records[i];
             let transition = record.fail(via, settings, now, step, failure);
             slot.hot.sync(record, core.prechecks[i].gated());
+            if matches!(transition, Some(Transition::Opened | Transition::Reopened)) {
+                slot.hot.reset_attempts(record.attempts_since_open);
+            }
             if let Some(t) = transition {
                 events.push(Self::transition_event(slot, record, t));
             }
@@ -926,6 +948,9 @@ impl Expeditor {
                     record.backoff = 1;
                     record.opened_at_step = Some(step);
                     record.attempts_since_open = 0;
+                    if let Some(slot) = self.slots.get(id.0) {
+                        slot.hot.reset_attempts(0);
+                    }
                 }
             }
             for precheck in &mut core.prechecks {
@@ -1061,6 +1086,11 @@ impl Expeditor {
                 hot: Hot::new(),
             },
         );
+        // The mirror starts as the record does, gated when the allowed-tools list leaves the
+        // tool out (a fresh mirror would let the fast path call it).
+        if let Some(slot) = self.slots.get(id.0) {
+            slot.hot.sync(&core.records[id.0 as usize], disallowed);
+        }
         id
     }
 
@@ -1148,7 +1178,21 @@ impl Expeditor {
     /// A copy of one tool's breaker (R2.1).
     pub fn breaker(&self, tool: impl Into<ToolId>) -> Option<BreakerRecord> {
         let tool = tool.into();
-        self.lock().records.get(tool.0 as usize).cloned()
+        let core = self.lock();
+        core.records
+            .get(tool.0 as usize)
+            .map(|r| self.record_view(tool, r))
+    }
+
+    /// A copy of a record with the attempt count the rejection path keeps in the mirror.
+    pub(crate) fn record_view(&self, tool: ToolId, record: &BreakerRecord) -> BreakerRecord {
+        let mut copy = record.clone();
+        if copy.state == CircuitState::Open
+            && let Some(slot) = self.slot(tool)
+        {
+            copy.attempts_since_open = slot.hot.attempts();
+        }
+        copy
     }
 
     /// The state of one tool, lock-free.

@@ -140,6 +140,14 @@ impl Expeditor {
         for precheck in &mut core.prechecks {
             precheck.result = None;
         }
+        for (i, record) in core.records.iter().enumerate() {
+            if let Some(slot) = u32::try_from(i)
+                .ok()
+                .and_then(|i| self.slot(ToolId::from_index(i)))
+            {
+                slot.hot.reset_attempts(record.attempts_since_open);
+            }
+        }
         self.sync_all(core);
     }
 
@@ -190,7 +198,7 @@ impl Expeditor {
                 let slot = self.slot(ToolId::from_index(u32::try_from(i).ok()?))?;
                 Some(ToolSnapshot {
                     spec: slot.spec.clone(),
-                    breaker: record.clone(),
+                    breaker: self.record_view(ToolId::from_index(u32::try_from(i).ok()?), record),
                 })
             })
             .collect();

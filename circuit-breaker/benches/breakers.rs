@@ -1,0 +1,251 @@
+//! The cost of a circuit breaker on a tool call (issue #6, SPEC B5), measured in one run
+//! against a direct call, recloser 1.4 and failsafe 1.3 (consecutive failures, threshold 3):
+//!
+//! - `healthy/*`: a CLOSED breaker, every call succeeding — the path every tool call takes;
+//! - `rejected/*`: an OPEN breaker turning the call away;
+//! - `contended/*`: two threads calling one healthy tool at once (time per call per thread).
+//!
+//! Run with `cargo bench -p circuit-breaker --bench breakers`; `BENCHMARKS.md` has a run.
+
+use std::hint::black_box;
+use std::sync::Barrier;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use circuit_breaker::{Decision, Expeditor, Policy, ToolId, toolbox};
+use criterion::{Criterion, criterion_group, criterion_main};
+
+/// The tool: as cheap as a function can be, so that only the breaker is measured.
+#[inline(never)]
+fn work(x: u64) -> Result<u64, std::io::Error> {
+    Ok(x.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17))
+}
+
+#[inline(never)]
+fn broken(_: u64) -> Result<u64, std::io::Error> {
+    Err(std::io::Error::from(std::io::ErrorKind::ConnectionRefused))
+}
+
+/// A toolbox around `work`, for the generated path.
+struct Bench;
+
+#[toolbox(policy(threshold = 3, budget = 1_000_000, probe_every = 1_000_000))]
+impl Bench {
+    #[tool(provides = "a cheap computation", fallback = "do it by hand")]
+    fn work(&self, x: u64) -> Result<u64, std::io::Error> {
+        work(x)
+    }
+}
+
+/// An expeditor with one tool `work`. Probes are counted in steps and no step passes, so an
+/// OPEN tool stays OPEN however many attempts the harness makes.
+fn expeditor() -> (Expeditor, ToolId) {
+    let map = circuit_breaker::CapabilityMap::new().tool(
+        circuit_breaker::ToolSpec::new("work")
+            .provides("a cheap computation")
+            .fallback("do it by hand"),
+    );
+    let policy = Policy::builder()
+        .threshold(3)
+        .budget(1_000_000)
+        .probe_every(1_000)
+        .probe_unit(circuit_breaker::ProbeUnit::Steps)
+        .build()
+        .expect("valid policy");
+    let expeditor = Expeditor::builder(map)
+        .policy(policy)
+        .build()
+        .expect("valid map");
+    let id = expeditor.tool("work").expect("declared");
+    (expeditor, id)
+}
+
+/// decide + record success: the healthy path through the runtime API.
+#[inline]
+fn guarded_call(expeditor: &Expeditor, id: ToolId, x: u64) -> Option<u64> {
+    match expeditor.decide(id) {
+        Decision::Call(ticket) | Decision::Probe(ticket) => match work(x) {
+            Ok(v) => {
+                ticket.success();
+                Some(v)
+            }
+            Err(e) => {
+                let _ = ticket.failure(&e);
+                None
+            }
+        },
+        Decision::Skip(_) | Decision::Pause(_) => None,
+    }
+}
+
+fn recloser() -> recloser::Recloser {
+    recloser::Recloser::custom()
+        .error_rate(0.99)
+        .closed_len(3)
+        .half_open_len(1)
+        .open_wait(Duration::from_secs(3600))
+        .build()
+}
+
+type Failsafe = failsafe::StateMachine<
+    failsafe::failure_policy::ConsecutiveFailures<failsafe::backoff::Constant>,
+    (),
+>;
+
+fn failsafe() -> Failsafe {
+    let backoff = failsafe::backoff::constant(Duration::from_secs(3600));
+    let policy = failsafe::failure_policy::consecutive_failures(3, backoff);
+    failsafe::Config::new().failure_policy(policy).build()
+}
+
+fn healthy(c: &mut Criterion) {
+    let mut group = c.benchmark_group("healthy");
+    group.bench_function("direct call", |b| {
+        let mut x = 0u64;
+        b.iter(|| {
+            x = x.wrapping_add(1);
+            black_box(work(black_box(x)).ok())
+        });
+    });
+    let (expeditor, id) = expeditor();
+    group.bench_function("circuit-breaker runtime API", |b| {
+        let mut x = 0u64;
+        b.iter(|| {
+            x = x.wrapping_add(1);
+            black_box(guarded_call(&expeditor, id, black_box(x)))
+        });
+    });
+    let guarded = GuardedBench::new(Bench);
+    group.bench_function("circuit-breaker #[toolbox] method", |b| {
+        let mut x = 0u64;
+        b.iter(|| {
+            x = x.wrapping_add(1);
+            black_box(guarded.work(black_box(x)).ok().map(|r| r.value))
+        });
+    });
+    let recloser = recloser();
+    group.bench_function("recloser 1.4", |b| {
+        let mut x = 0u64;
+        b.iter(|| {
+            x = x.wrapping_add(1);
+            black_box(recloser.call(|| work(black_box(x))).ok())
+        });
+    });
+    let failsafe = failsafe();
+    group.bench_function("failsafe 1.3", |b| {
+        use failsafe::CircuitBreaker as _;
+        let mut x = 0u64;
+        b.iter(|| {
+            x = x.wrapping_add(1);
+            black_box(failsafe.call(|| work(black_box(x))).ok())
+        });
+    });
+    group.finish();
+}
+
+fn rejected(c: &mut Criterion) {
+    let mut group = c.benchmark_group("rejected");
+    let (expeditor, id) = expeditor();
+    for _ in 0..3 {
+        if let Decision::Call(ticket) = expeditor.decide(id) {
+            let _ = ticket.failure("connection refused");
+        }
+    }
+    assert!(matches!(expeditor.decide(id), Decision::Skip(_)));
+    group.bench_function("circuit-breaker runtime API", |b| {
+        b.iter(|| black_box(matches!(expeditor.decide(black_box(id)), Decision::Skip(_))));
+    });
+    let recloser = recloser();
+    for _ in 0..4 {
+        let _ = recloser.call(|| broken(0));
+    }
+    assert!(matches!(
+        recloser.call(|| work(0)),
+        Err(recloser::Error::Rejected)
+    ));
+    group.bench_function("recloser 1.4", |b| {
+        b.iter(|| black_box(recloser.call(|| work(black_box(1))).is_err()));
+    });
+    let failsafe = failsafe();
+    {
+        use failsafe::CircuitBreaker as _;
+        for _ in 0..3 {
+            let _ = failsafe.call(|| broken(0));
+        }
+        assert!(matches!(
+            failsafe.call(|| work(0)),
+            Err(failsafe::Error::Rejected)
+        ));
+        group.bench_function("failsafe 1.3", |b| {
+            b.iter(|| black_box(failsafe.call(|| work(black_box(1))).is_err()));
+        });
+    }
+    group.finish();
+}
+
+/// Runs `call` `iters` times on each of `threads` threads at once; returns the mean wall time
+/// the threads took (so the figure is time per call per thread).
+fn on_threads(threads: usize, iters: u64, call: &(dyn Fn(u64) + Sync)) -> Duration {
+    let barrier = Barrier::new(threads);
+    let total: Duration = thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    barrier.wait();
+                    let start = Instant::now();
+                    for i in 0..iters {
+                        call(i);
+                    }
+                    start.elapsed()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .sum()
+    });
+    total / u32::try_from(threads).unwrap_or(1)
+}
+
+fn contended(c: &mut Criterion) {
+    let mut group = c.benchmark_group("contended");
+    let (expeditor, id) = expeditor();
+    let recloser = recloser();
+    let failsafe = failsafe();
+    let ours = |x: u64| {
+        black_box(guarded_call(&expeditor, id, black_box(x)));
+    };
+    let theirs = |x: u64| {
+        black_box(recloser.call(|| work(black_box(x))).ok());
+    };
+    let safe = |x: u64| {
+        use failsafe::CircuitBreaker as _;
+        black_box(failsafe.call(|| work(black_box(x))).ok());
+    };
+    for (name, call) in [
+        (
+            "circuit-breaker runtime API",
+            &ours as &(dyn Fn(u64) + Sync),
+        ),
+        ("recloser 1.4", &theirs),
+        ("failsafe 1.3", &safe),
+    ] {
+        group.bench_function(format!("{name}, 1 thread"), |b| {
+            b.iter_custom(|iters| on_threads(1, iters, call));
+        });
+        group.bench_function(format!("{name}, 2 threads"), |b| {
+            b.iter_custom(|iters| on_threads(2, iters, call));
+        });
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    targets = healthy, rejected, contended
+}
+criterion_main!(benches);
