@@ -136,6 +136,12 @@ pub fn expand(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
                 }
             }
 
+            impl _cb::__private::core::convert::From<#enum_ident> for _cb::__private::String {
+                fn from(tool: #enum_ident) -> Self {
+                    _cb::__private::String::from(#enum_ident::name(tool))
+                }
+            }
+
             impl _cb::__private::core::fmt::Display for #enum_ident {
                 fn fmt(&self, f: &mut _cb::__private::core::fmt::Formatter<'_>) -> _cb::__private::core::fmt::Result {
                     f.pad(#enum_ident::name(*self))
@@ -396,7 +402,7 @@ fn handle_method(
                 tool: _cb::ToolId::from(#enum_ident::#variant),
                 args: #args_field,
                 digest: #digest,
-                dated: |__cb_value| (&_cb::__private::DateOf(__cb_value)).__cb_data_time(),
+                dated: |__cb_value| (&&_cb::__private::DateOf(__cb_value)).__cb_data_time(),
             };
         }
     } else {
@@ -544,7 +550,7 @@ fn prechecks(
             check.span(),
         );
         out.extend(quote! {
-            if self.expeditor.precheck_due(#enum_ident::#variant) {
+            if self.expeditor.should_precheck(#enum_ident::#variant) {
                 let __cb_availability = _cb::__private::IntoAvailability::into_availability(#run);
                 self.expeditor.record_precheck(#enum_ident::#variant, __cb_availability);
             }

@@ -15,6 +15,7 @@ pub use crate::precheck::Availability;
 pub use crate::toolbox::{ToolSet, UnknownTool};
 pub use core;
 pub use serde;
+pub use std::string::String;
 
 /// A policy from values the macro has already checked (each at least 1). Zero never reaches
 /// here; if it did, it would be raised to 1 rather than panic.

@@ -702,42 +702,51 @@ impl Expeditor {
     }
 
     /// The probe interval in force for `tool`: the policy's, or after a cascade the backed-off
-    /// one, capped along its chain of routes (R9.5).
+    /// one (R9.5). Along any chain of routes (a tool and the alternatives it routes to, each
+    /// visited once) the intervals of the tools backing off add up to at most the cap: each
+    /// such tool gets at most an equal share of the cap for the longest chain it is part of
+    /// (never less than its base interval).
     fn probe_interval(&self, core: &Core, tool: ToolId) -> u32 {
         let cap = self.policy.backoff_cap();
-        let own = |id: ToolId| -> Option<(u32, u32)> {
-            let record = core.records.get(id.0 as usize)?;
-            let base = self.slot(id)?.settings.probe_every;
-            Some((base, record.backoff))
-        };
-        let Some((base, level)) = own(tool) else {
+        let Some(record) = core.records.get(tool.0 as usize) else {
             return Policy::DEFAULT_PROBE_EVERY;
         };
-        if level == 0 {
+        let base = self
+            .slot(tool)
+            .map_or(Policy::DEFAULT_PROBE_EVERY, |s| s.settings.probe_every);
+        if record.backoff == 0 {
             return base;
         }
-        // The tool's chain of routes: its alternatives, theirs, each visited once.
-        let mut chain = vec![tool];
-        let mut next = 0;
-        while let Some(&id) = chain.get(next) {
-            next += 1;
-            for &alt in self.slot(id).map_or(&[][..], |s| &s.alternatives) {
-                if !chain.contains(&alt) {
-                    chain.push(alt);
+        let backing_off = |id: ToolId| {
+            core.records
+                .get(id.0 as usize)
+                .is_some_and(|r| r.backoff > 0 && r.state != CircuitState::Closed)
+        };
+        // The backing-off tools reachable from `head` through alternatives, `head` included.
+        let reach = |head: ToolId| -> Vec<ToolId> {
+            let mut seen = vec![head];
+            let mut next = 0;
+            while let Some(&id) = seen.get(next) {
+                next += 1;
+                for &alt in self.slot(id).map_or(&[][..], |s| &s.alternatives) {
+                    if !seen.contains(&alt) {
+                        seen.push(alt);
+                    }
                 }
             }
-        }
-        let others: u32 = chain[1..]
-            .iter()
-            .filter(|id| {
-                core.records
-                    .get(id.0 as usize)
-                    .is_some_and(|r| r.backoff > 0 && r.state != CircuitState::Closed)
-            })
-            .filter_map(|&id| own(id))
-            .map(|(b, l)| backoff_interval(b, l, cap, 0))
-            .fold(0u32, u32::saturating_add);
-        backoff_interval(base, level, cap, others)
+            seen.retain(|&id| backing_off(id));
+            seen
+        };
+        let longest = (0..core.records.len())
+            .filter_map(|i| u32::try_from(i).ok().map(ToolId))
+            .filter(|&head| backing_off(head))
+            .map(reach)
+            .filter(|chain| chain.contains(&tool))
+            .map(|chain| chain.len())
+            .max()
+            .unwrap_or(1);
+        let share = cap / u32::try_from(longest).unwrap_or(u32::MAX).max(1);
+        backoff_interval(base, record.backoff, cap, 0).min(share.max(base))
     }
 
     #[cold]
@@ -844,7 +853,12 @@ impl Expeditor {
                 events.push(Self::transition_event(slot, record, t));
             }
             let opened = matches!(transition, Some(Transition::Opened | Transition::Reopened));
-            if opened && !during_event && self.policy.cascade_detection() {
+            // Only a circuit leaving CLOSED can start a cascade: a failed probe re-opens a
+            // tool already counted (and, after a confirmed recovery, is the backoff at work).
+            if transition == Some(Transition::Opened)
+                && !during_event
+                && self.policy.cascade_detection()
+            {
                 let window = self.policy.cascade_window();
                 if let Some(involved) = core.cascade.on_open(tool, &core.records, step, window) {
                     self.start_systemic(core, involved, step, now, &mut events);

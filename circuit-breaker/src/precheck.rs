@@ -108,6 +108,18 @@ impl crate::Expeditor {
             .is_some_and(|p| p.result.is_none() && !p.disallowed)
     }
 
+    /// Whether the executor should run `tool`'s check now: it is due and no pause is in
+    /// force (a check is an outside call too; while paused, nothing is called).
+    pub fn should_precheck(&self, tool: impl Into<crate::ToolId>) -> bool {
+        let tool = tool.into();
+        let core = self.lock();
+        core.halt.is_none()
+            && core
+                .prechecks
+                .get(tool.index() as usize)
+                .is_some_and(|p| p.result.is_none() && !p.disallowed)
+    }
+
     /// Records the result of a pre-call check of `tool` (R10.1), cached until the next
     /// systemic event. Returns `false` for an unknown tool.
     pub fn record_precheck(

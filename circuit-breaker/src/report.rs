@@ -285,10 +285,19 @@ impl PauseReport {
                     break;
                 }
             }
+            let unit = match policy.probe_unit() {
+                crate::policy::ProbeUnit::Attempts => "attempts",
+                crate::policy::ProbeUnit::Steps => "steps",
+            };
+            let last = schedule.pop().unwrap_or_default();
+            let intervals = if schedule.is_empty() {
+                format!("every {last}")
+            } else {
+                format!("{}, then every {last}", schedule.join(", "))
+            };
             recommendations.push(format!(
-                "Fix the {} issue, then confirm recovery: probes resume backing off ({}, capped at {cap})",
-                event.cause(),
-                schedule.join(", ")
+                "Fix the {} issue, then confirm recovery: probes resume after {intervals} {unit}",
+                event.cause()
             ));
         }
         recommendations.extend(
@@ -297,10 +306,16 @@ impl PauseReport {
                 .filter(|h| !h.is_healthy())
                 .map(|h| recommendation(&h.tool, h.category)),
         );
-        let resume = incomplete
-            .iter()
-            .find(|l| l.status == WorkStatus::NotAttempted)
-            .or_else(|| incomplete.first());
+        // After a systemic failure, work failed because of the event: resume from the first
+        // incomplete sub-task. Otherwise from the first not attempted (the seed's rule).
+        let resume = if systemic.is_some() {
+            incomplete.first()
+        } else {
+            incomplete
+                .iter()
+                .find(|l| l.status == WorkStatus::NotAttempted)
+                .or_else(|| incomplete.first())
+        };
         if let Some(line) = resume {
             recommendations.push(format!(
                 "Resume from sub-task {} after resolution",

@@ -286,7 +286,7 @@ impl ScopeReport {
         if self.nothing_achievable() {
             write!(
                 f,
-                "pause and report — no sub-task can be done with the tools that work."
+                "pause and report — no remaining sub-task can be done with the tools that work."
             )?;
         } else if todo.is_empty() {
             write!(f, "every achievable sub-task is done.")?;

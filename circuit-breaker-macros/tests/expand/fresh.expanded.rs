@@ -94,6 +94,11 @@ const _: () = {
             )
         }
     }
+    impl _cb::__private::core::convert::From<IndexTool> for _cb::__private::String {
+        fn from(tool: IndexTool) -> Self {
+            _cb::__private::String::from(IndexTool::name(tool))
+        }
+    }
     impl _cb::__private::core::fmt::Display for IndexTool {
         fn fmt(
             &self,
@@ -179,7 +184,7 @@ const _: () = {
             #[allow(unused_imports)]
             use _cb::__private::{ViaClassify as _, ViaDisplay as _, ViaError as _};
             let __cb_args: u64 = _cb::__private::digest(&(&query,));
-            if self.expeditor.precheck_due(IndexTool::Search) {
+            if self.expeditor.should_precheck(IndexTool::Search) {
                 let __cb_availability = _cb::__private::IntoAvailability::into_availability(
                     self.toolbox.server_up(),
                 );
@@ -196,7 +201,7 @@ const _: () = {
                     _cb::__private::digest(__cb_value),
                 ),
                 dated: |__cb_value| {
-                    (&_cb::__private::DateOf(__cb_value)).__cb_data_time()
+                    (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
                 },
             };
             match _cb::__private::plan_direct(&self.expeditor, IndexTool::Search) {
@@ -255,7 +260,7 @@ const _: () = {
                 args: _cb::__private::core::option::Option::None,
                 digest: |_| _cb::__private::core::option::Option::None,
                 dated: |__cb_value| {
-                    (&_cb::__private::DateOf(__cb_value)).__cb_data_time()
+                    (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
                 },
             };
             match _cb::__private::plan_direct(&self.expeditor, IndexTool::Lookup) {

@@ -118,6 +118,11 @@ const _: () = {
             )
         }
     }
+    impl _cb::__private::core::convert::From<WorkspaceTool> for _cb::__private::String {
+        fn from(tool: WorkspaceTool) -> Self {
+            _cb::__private::String::from(WorkspaceTool::name(tool))
+        }
+    }
     impl _cb::__private::core::fmt::Display for WorkspaceTool {
         fn fmt(
             &self,

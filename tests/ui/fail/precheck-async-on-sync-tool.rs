@@ -1,0 +1,27 @@
+// An async pre-call check needs an async tool: the sync handle cannot await it.
+use std::io;
+
+use circuit_breaker::{Availability, toolbox};
+
+struct Index;
+
+#[toolbox]
+impl Index {
+    #[tool(
+        provides = "document search",
+        fallback = "ask the user for the documents",
+        precheck = server_up
+    )]
+    fn search(&self, query: &str) -> io::Result<Vec<String>> {
+        Ok(vec![query.to_owned()])
+    }
+
+    async fn server_up(&self) -> Availability {
+        Availability::Available
+    }
+}
+
+fn main() {
+    let agent = GuardedIndex::new(Index);
+    let _ = agent.search("rust");
+}
