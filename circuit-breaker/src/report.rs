@@ -273,32 +273,7 @@ impl PauseReport {
 
         let mut recommendations: Vec<String> = Vec::new();
         if let Some(event) = &systemic {
-            let policy = expeditor.policy();
-            let (base, cap) = (policy.probe_every(), policy.backoff_cap());
-            let mut schedule: Vec<String> = Vec::new();
-            for level in 1..=8 {
-                let interval = crate::cascade::backoff_interval(base, level, cap, 0);
-                if schedule.last() != Some(&interval.to_string()) {
-                    schedule.push(interval.to_string());
-                }
-                if interval >= cap {
-                    break;
-                }
-            }
-            let unit = match policy.probe_unit() {
-                crate::policy::ProbeUnit::Attempts => "attempts",
-                crate::policy::ProbeUnit::Steps => "steps",
-            };
-            let last = schedule.pop().unwrap_or_default();
-            let intervals = if schedule.is_empty() {
-                format!("every {last}")
-            } else {
-                format!("{}, then every {last}", schedule.join(", "))
-            };
-            recommendations.push(format!(
-                "Fix the {} issue, then confirm recovery: probes resume after {intervals} {unit}",
-                event.cause()
-            ));
+            recommendations.push(recovery_recommendation(expeditor.policy(), event));
         }
         recommendations.extend(
             health
@@ -332,6 +307,35 @@ impl PauseReport {
             recommendations,
         }
     }
+}
+
+/// After a systemic failure: fix the cause, confirm recovery, and how probes back off (R9.5).
+fn recovery_recommendation(policy: crate::policy::Policy, event: &SystemicEvent) -> String {
+    let (base, cap) = (policy.probe_every(), policy.backoff_cap());
+    let mut schedule: Vec<String> = Vec::new();
+    for level in 1..=8 {
+        let interval = crate::cascade::backoff_interval(base, level, cap, 0);
+        if schedule.last() != Some(&interval.to_string()) {
+            schedule.push(interval.to_string());
+        }
+        if interval >= cap {
+            break;
+        }
+    }
+    let unit = match policy.probe_unit() {
+        crate::policy::ProbeUnit::Attempts => "attempts",
+        crate::policy::ProbeUnit::Steps => "steps",
+    };
+    let last = schedule.pop().unwrap_or_default();
+    let intervals = if schedule.is_empty() {
+        format!("every {last}")
+    } else {
+        format!("{}, then every {last}", schedule.join(", "))
+    };
+    format!(
+        "Fix the {} issue, then confirm recovery: probes resume after {intervals} {unit}",
+        event.cause()
+    )
 }
 
 /// A next step for an unhealthy tool, from the category its failures share.
