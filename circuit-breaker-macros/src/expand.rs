@@ -262,8 +262,8 @@ fn capability_map(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
         let provides = tool.args.provides.as_deref().map_or("", String::as_str);
         let fallback = tool.args.fallback.as_deref().map_or("", String::as_str);
         let option = |v: Option<u32>| match v {
-            Some(v) => quote!(_cb::__private::core::option::Option::Some(#v)),
-            None => quote!(_cb::__private::core::option::Option::None),
+            Some(v) => quote!(_cb::__private::Some(#v)),
+            None => quote!(_cb::__private::None),
         };
         let threshold = option(tool.args.threshold.as_deref().copied());
         let probe_every = option(tool.args.probe_every.as_deref().copied());
@@ -344,9 +344,7 @@ fn handle_method(
 
     let docs = method.attrs.iter().filter(|a| a.path().is_ident("doc"));
     let guard_doc = format!(
-        " Guarded `{}`: asks the expeditor first, then calls the tool, an adapter through an \
-         alternative, or neither; the outcome is recorded and the route taken travels with \
-         the value.",
+        " Guarded `{}`: asks the expeditor first; see [the handle](Self).",
         tool.name
     );
 
@@ -383,18 +381,15 @@ fn handle_method(
     };
     let freshen = if labelled {
         let args_field = if fresh {
-            quote!(_cb::__private::core::option::Option::Some(__cb_args))
+            quote!(_cb::__private::Some(__cb_args))
         } else {
-            quote!(_cb::__private::core::option::Option::None)
+            quote!(_cb::__private::None)
         };
-        let digest =
-            if fresh {
-                quote!(|__cb_value| _cb::__private::core::option::Option::Some(
-                    _cb::__private::digest(__cb_value)
-                ))
-            } else {
-                quote!(|_| _cb::__private::core::option::Option::None)
-            };
+        let digest = if fresh {
+            quote!(|__cb_value| _cb::__private::Some(_cb::__private::digest(__cb_value)))
+        } else {
+            quote!(|_| _cb::__private::None)
+        };
         quote! {
             #[allow(unused_imports)]
             use _cb::__private::{NotDated as _, ViaDated as _};
@@ -429,19 +424,17 @@ fn handle_method(
     let refuse = if stale {
         quote!(_cb::__private::serve_stale(__cb_refusal, &self.#stale_field, __cb_args))
     } else {
-        quote!(_cb::__private::core::result::Result::Err(
-            _cb::CallError::Refused(__cb_refusal)
-        ))
+        quote!(_cb::__private::Err(_cb::CallError::Refused(__cb_refusal)))
     };
-    let none = quote!(_cb::__private::core::option::Option::None);
+    let none = quote!(_cb::__private::None);
     let prechecks = prechecks(toolbox, checked, index, &adapters, enum_ident);
 
     let body = if adapters.is_empty() {
         let done = finish(quote!(__cb_ticket), none.clone(), &primary_result);
         quote! {
             match _cb::__private::plan_direct(&self.expeditor, #enum_ident::#variant) {
-                _cb::__private::core::result::Result::Ok(__cb_ticket) => #done,
-                _cb::__private::core::result::Result::Err(__cb_refusal) => #refuse,
+                _cb::__private::Ok(__cb_ticket) => #done,
+                _cb::__private::Err(__cb_refusal) => #refuse,
             }
         }
     } else {
@@ -458,7 +451,7 @@ fn handle_method(
             let pattern = if i == last { quote!(..) } else { quote!(index: #i, ..) };
             let done = finish(
                 quote!(__cb_ticket),
-                quote!(_cb::__private::core::option::Option::Some(__cb_route)),
+                quote!(_cb::__private::Some(__cb_route)),
                 &call_result,
             );
             quote! {

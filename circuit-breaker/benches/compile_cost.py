@@ -52,12 +52,14 @@ def tool(i: int, annotated: bool) -> str:
     )
 
 
-def crate(path: Path, name: str, tools: int, annotated: bool) -> None:
+def crate(path: Path, name: str, tools: int, annotated: bool, optimized: bool) -> None:
     (path / "src").mkdir(parents=True, exist_ok=True)
     runtime = (ROOT / "circuit-breaker").as_posix()
+    # Optionally build proc macros (and syn, darling) optimized, as a user can choose to.
+    profile = "\n[profile.dev.build-override]\nopt-level = 3\n" if optimized else ""
     (path / "Cargo.toml").write_text(
         f'[package]\nname = "{name}"\nversion = "0.0.0"\nedition = "2024"\npublish = false\n\n'
-        f'[dependencies]\ncircuit-breaker = {{ path = "{runtime}" }}\n\n[workspace]\n'
+        f'[dependencies]\ncircuit-breaker = {{ path = "{runtime}" }}\n\n[workspace]\n{profile}'
     )
     head = "use circuit_breaker::toolbox;\n\n" if annotated else ""
     attr = "#[toolbox]\n" if annotated else ""
@@ -85,15 +87,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tools", type=int, default=100)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--optimized-macros", action="store_true",
+                        help="build proc macros with opt-level 3 ([profile.dev.build-override])")
     args = parser.parse_args()
 
     base = ROOT / "target" / "compile-cost"
     shutil.rmtree(base, ignore_errors=True)
     with_macro = base / "with-macro"
     without = base / "without-macro"
-    crate(with_macro, "toolbox_with_macro", args.tools, True)
-    crate(without, "toolbox_without_macro", args.tools, False)
-    target = base / "target"
+    crate(with_macro, "toolbox_with_macro", args.tools, True, args.optimized_macros)
+    crate(without, "toolbox_without_macro", args.tools, False, args.optimized_macros)
+    target = base / ("target-optimized" if args.optimized_macros else "target")
 
     # Dependencies (circuit-breaker, syn, serde, ...) once, for both.
     cargo(["build", "--quiet"], with_macro, target)
@@ -108,7 +112,9 @@ def main() -> int:
 
     w = statistics.median(times["with"])
     wo = statistics.median(times["without"])
-    print(f"tools: {args.tools}, runs: {args.runs} (cargo build, debug, dependencies prebuilt)")
+    macros = "optimized" if args.optimized_macros else "debug"
+    print(f"tools: {args.tools}, runs: {args.runs} (cargo build, debug, {macros} proc macros, "
+          "dependencies prebuilt)")
     print(f"with #[toolbox]:    median {w:.3f} s  ({', '.join(f'{t:.3f}' for t in times['with'])})")
     print(f"without the macro:  median {wo:.3f} s  ({', '.join(f'{t:.3f}' for t in times['without'])})")
     print(f"ratio: {w / wo:.2f}x")

@@ -14,6 +14,8 @@ pub use crate::policy::{Policy, ProbeUnit};
 pub use crate::precheck::Availability;
 pub use crate::toolbox::{ToolSet, UnknownTool};
 pub use core;
+pub use core::option::Option::{None, Some};
+pub use core::result::Result::{Err, Ok};
 pub use serde;
 pub use std::string::String;
 

@@ -39,8 +39,8 @@ const _: () = {
             "document search",
             &__CB_ALTERNATIVES_0,
             "ask the user for the documents",
-            _cb::__private::core::option::Option::None,
-            _cb::__private::core::option::Option::None,
+            _cb::__private::None,
+            _cb::__private::None,
             false,
         ),
         _cb::__private::ToolSpec::new_static(
@@ -48,8 +48,8 @@ const _: () = {
             "cached lookups",
             &__CB_ALTERNATIVES_1,
             "ask the user",
-            _cb::__private::core::option::Option::None,
-            _cb::__private::core::option::Option::None,
+            _cb::__private::None,
+            _cb::__private::None,
             true,
         ),
     ];
@@ -169,7 +169,7 @@ const _: () = {
             (self.toolbox, self.expeditor)
         }
         ///
-        /// Guarded `search`: asks the expeditor first, then calls the tool, an adapter through an alternative, or neither; the outcome is recorded and the route taken travels with the value.
+        /// Guarded `search`: asks the expeditor first; see [the handle](Self).
         pub fn search(
             &self,
             query: &str,
@@ -196,8 +196,8 @@ const _: () = {
                 <Result<Vec<String>, std::io::Error> as _cb::__private::ToolResult>::Ok,
             > = _cb::__private::Freshen {
                 tool: _cb::ToolId::from(IndexTool::Search),
-                args: _cb::__private::core::option::Option::Some(__cb_args),
-                digest: |__cb_value| _cb::__private::core::option::Option::Some(
+                args: _cb::__private::Some(__cb_args),
+                digest: |__cb_value| _cb::__private::Some(
                     _cb::__private::digest(__cb_value),
                 ),
                 dated: |__cb_value| {
@@ -205,11 +205,11 @@ const _: () = {
                 },
             };
             match _cb::__private::plan_direct(&self.expeditor, IndexTool::Search) {
-                _cb::__private::core::result::Result::Ok(__cb_ticket) => {
+                _cb::__private::Ok(__cb_ticket) => {
                     let __cb_outcome = _cb::__private::finish_fresh(
                         &self.expeditor,
                         __cb_ticket,
-                        _cb::__private::core::option::Option::None,
+                        _cb::__private::None,
                         <Result<
                             Vec<String>,
                             std::io::Error,
@@ -229,7 +229,7 @@ const _: () = {
                     );
                     __cb_outcome
                 }
-                _cb::__private::core::result::Result::Err(__cb_refusal) => {
+                _cb::__private::Err(__cb_refusal) => {
                     _cb::__private::serve_stale(
                         __cb_refusal,
                         &self.__cb_stale_search,
@@ -239,7 +239,7 @@ const _: () = {
             }
         }
         ///
-        /// Guarded `lookup`: asks the expeditor first, then calls the tool, an adapter through an alternative, or neither; the outcome is recorded and the route taken travels with the value.
+        /// Guarded `lookup`: asks the expeditor first; see [the handle](Self).
         pub fn lookup(
             &self,
             key: u64,
@@ -257,18 +257,18 @@ const _: () = {
                 <Result<u64, std::io::Error> as _cb::__private::ToolResult>::Ok,
             > = _cb::__private::Freshen {
                 tool: _cb::ToolId::from(IndexTool::Lookup),
-                args: _cb::__private::core::option::Option::None,
-                digest: |_| _cb::__private::core::option::Option::None,
+                args: _cb::__private::None,
+                digest: |_| _cb::__private::None,
                 dated: |__cb_value| {
                     (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
                 },
             };
             match _cb::__private::plan_direct(&self.expeditor, IndexTool::Lookup) {
-                _cb::__private::core::result::Result::Ok(__cb_ticket) => {
+                _cb::__private::Ok(__cb_ticket) => {
                     _cb::__private::finish_fresh(
                         &self.expeditor,
                         __cb_ticket,
-                        _cb::__private::core::option::Option::None,
+                        _cb::__private::None,
                         <Result<
                             u64,
                             std::io::Error,
@@ -281,10 +281,8 @@ const _: () = {
                         &__cb_freshen,
                     )
                 }
-                _cb::__private::core::result::Result::Err(__cb_refusal) => {
-                    _cb::__private::core::result::Result::Err(
-                        _cb::CallError::Refused(__cb_refusal),
-                    )
+                _cb::__private::Err(__cb_refusal) => {
+                    _cb::__private::Err(_cb::CallError::Refused(__cb_refusal))
                 }
             }
         }

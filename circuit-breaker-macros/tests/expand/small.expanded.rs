@@ -48,8 +48,8 @@ const _: () = {
             "content search across files",
             &__CB_ALTERNATIVES_0,
             "ask the user which files to examine",
-            _cb::__private::core::option::Option::None,
-            _cb::__private::core::option::Option::None,
+            _cb::__private::None,
+            _cb::__private::None,
             false,
         ),
         _cb::__private::ToolSpec::new_static(
@@ -57,8 +57,8 @@ const _: () = {
             "command execution",
             &__CB_ALTERNATIVES_1,
             "report commands that need to be run manually",
-            _cb::__private::core::option::Option::Some(1u32),
-            _cb::__private::core::option::Option::None,
+            _cb::__private::Some(1u32),
+            _cb::__private::None,
             false,
         ),
         _cb::__private::ToolSpec::new_static(
@@ -66,8 +66,8 @@ const _: () = {
             "external information retrieval",
             &__CB_ALTERNATIVES_2,
             "ask the user",
-            _cb::__private::core::option::Option::None,
-            _cb::__private::core::option::Option::None,
+            _cb::__private::None,
+            _cb::__private::None,
             false,
         ),
     ];
@@ -193,7 +193,7 @@ const _: () = {
         }
         /// Searches file contents.
         ///
-        /// Guarded `grep`: asks the expeditor first, then calls the tool, an adapter through an alternative, or neither; the outcome is recorded and the route taken travels with the value.
+        /// Guarded `grep`: asks the expeditor first; see [the handle](Self).
         pub fn grep(
             &self,
             pattern: &str,
@@ -215,7 +215,7 @@ const _: () = {
                 _cb::__private::Plan::Primary(__cb_ticket) => {
                     _cb::__private::finish(
                         __cb_ticket,
-                        _cb::__private::core::option::Option::None,
+                        _cb::__private::None,
                         <Result<
                             Vec<String>,
                             std::io::Error,
@@ -232,7 +232,7 @@ const _: () = {
                 } => {
                     _cb::__private::finish(
                         __cb_ticket,
-                        _cb::__private::core::option::Option::Some(__cb_route),
+                        _cb::__private::Some(__cb_route),
                         <Result<
                             Vec<String>,
                             std::io::Error,
@@ -243,14 +243,12 @@ const _: () = {
                     )
                 }
                 _cb::__private::Plan::Refuse(__cb_refusal) => {
-                    _cb::__private::core::result::Result::Err(
-                        _cb::CallError::Refused(__cb_refusal),
-                    )
+                    _cb::__private::Err(_cb::CallError::Refused(__cb_refusal))
                 }
             }
         }
         ///
-        /// Guarded `bash`: asks the expeditor first, then calls the tool, an adapter through an alternative, or neither; the outcome is recorded and the route taken travels with the value.
+        /// Guarded `bash`: asks the expeditor first; see [the handle](Self).
         pub fn bash(
             &self,
             command: &str,
@@ -265,10 +263,10 @@ const _: () = {
             #[allow(unused_imports)]
             use _cb::__private::{ViaClassify as _, ViaDisplay as _, ViaError as _};
             match _cb::__private::plan_direct(&self.expeditor, WorkspaceTool::Bash) {
-                _cb::__private::core::result::Result::Ok(__cb_ticket) => {
+                _cb::__private::Ok(__cb_ticket) => {
                     _cb::__private::finish(
                         __cb_ticket,
-                        _cb::__private::core::option::Option::None,
+                        _cb::__private::None,
                         <Result<
                             String,
                             std::io::Error,
@@ -278,15 +276,13 @@ const _: () = {
                         |__cb_error| (&&&_cb::__private::Wrap(__cb_error)).__cb_failure(),
                     )
                 }
-                _cb::__private::core::result::Result::Err(__cb_refusal) => {
-                    _cb::__private::core::result::Result::Err(
-                        _cb::CallError::Refused(__cb_refusal),
-                    )
+                _cb::__private::Err(__cb_refusal) => {
+                    _cb::__private::Err(_cb::CallError::Refused(__cb_refusal))
                 }
             }
         }
         ///
-        /// Guarded `WebSearch`: asks the expeditor first, then calls the tool, an adapter through an alternative, or neither; the outcome is recorded and the route taken travels with the value.
+        /// Guarded `WebSearch`: asks the expeditor first; see [the handle](Self).
         pub async fn web_search(
             &mut self,
             query: String,
@@ -304,10 +300,10 @@ const _: () = {
                 &self.expeditor,
                 WorkspaceTool::WebSearch,
             ) {
-                _cb::__private::core::result::Result::Ok(__cb_ticket) => {
+                _cb::__private::Ok(__cb_ticket) => {
                     _cb::__private::finish(
                         __cb_ticket,
-                        _cb::__private::core::option::Option::None,
+                        _cb::__private::None,
                         <std::io::Result<
                             Vec<String>,
                         > as _cb::__private::ToolResult>::into_result(
@@ -316,10 +312,8 @@ const _: () = {
                         |__cb_error| (&&&_cb::__private::Wrap(__cb_error)).__cb_failure(),
                     )
                 }
-                _cb::__private::core::result::Result::Err(__cb_refusal) => {
-                    _cb::__private::core::result::Result::Err(
-                        _cb::CallError::Refused(__cb_refusal),
-                    )
+                _cb::__private::Err(__cb_refusal) => {
+                    _cb::__private::Err(_cb::CallError::Refused(__cb_refusal))
                 }
             }
         }
