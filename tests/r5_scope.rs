@@ -584,7 +584,13 @@ fn r5_progress_feeds_the_pause_report() {
                 }
             ),
             (4, WorkStatus::NotAttempted),
-            (5, WorkStatus::NotAttempted),
+            // Not attempted because Bash, which it needs, is OPEN: shown deferred (R5.1).
+            (
+                5,
+                WorkStatus::Deferred {
+                    reason: "requires Bash (circuit OPEN)".into()
+                }
+            ),
         ]
     );
     let text = report.to_string();

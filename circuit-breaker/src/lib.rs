@@ -9,9 +9,11 @@
 //! The modules follow the seed's words. The expeditor decides; it never calls tools:
 //!
 //! - decision layer (no tool API, no tool error type, R8): [`capability`], [`policy`],
-//!   [`breaker`], [`expeditor`], [`route`], [`budget`], [`scope`], [`clock`], [`event`],
-//!   [`report`], [`snapshot`]
-//! - the boundary where the executor turns a tool's error into data: [`failure`]
+//!   [`breaker`], [`expeditor`], [`route`], [`budget`], [`scope`], [`freshness`],
+//!   [`cascade`], [`precheck`], [`clock`], [`event`], [`report`], [`snapshot`]
+//! - the executor's side of the line: [`executor`] (what a guarded call returns, and the plan
+//!   of the one call to make), [`failure`] (a tool's error turned into data), [`toolbox`]
+//!   (the trait of the enum `#[toolbox]` generates)
 
 pub mod breaker;
 pub mod budget;

@@ -223,13 +223,22 @@ pub struct PauseReport {
 impl PauseReport {
     /// Builds the report from the expeditor's state and the task's progress.
     pub(crate) fn build(expeditor: &Expeditor, task: &Task) -> Self {
-        let (records, budget, paused, event) = {
+        let (records, budget, paused, event, deferred) = {
             let core = expeditor.lock();
+            // Sub-tasks not attempted because a tool they need is down are shown deferred
+            // (R5.1); those held back only by the pause keep the seed's "NOT ATTEMPTED".
+            let deferred: Vec<crate::scope::Deferral> = expeditor
+                .scope_of(&core, task)
+                .deferred
+                .into_iter()
+                .filter(|d| !d.reason.starts_with("paused"))
+                .collect();
             (
                 core.records.clone(),
                 core.budget.clone(),
                 core.halt,
                 core.cascade.event.clone(),
+                deferred,
             )
         };
         let systemic = event.filter(|_| matches!(paused, Some(PauseReason::Systemic { .. })));
@@ -257,19 +266,7 @@ impl PauseReport {
         // Stable: healthy tools first, then the others, each group in map order.
         health.sort_by_key(|h| !h.is_healthy());
 
-        let mut completed = Vec::new();
-        let mut incomplete = Vec::new();
-        for (i, sub) in task.subtasks().iter().enumerate() {
-            let line = WorkLine {
-                number: i + 1,
-                title: sub.title.clone(),
-                status: sub.status.clone(),
-            };
-            match sub.status {
-                WorkStatus::Done => completed.push(line),
-                WorkStatus::Failed { .. } | WorkStatus::NotAttempted => incomplete.push(line),
-            }
-        }
+        let (completed, incomplete) = work_lines(task, &deferred);
 
         let mut recommendations: Vec<String> = Vec::new();
         if let Some(event) = &systemic {
@@ -288,7 +285,12 @@ impl PauseReport {
         } else {
             incomplete
                 .iter()
-                .find(|l| l.status == WorkStatus::NotAttempted)
+                .find(|l| {
+                    matches!(
+                        l.status,
+                        WorkStatus::NotAttempted | WorkStatus::Deferred { .. }
+                    )
+                })
                 .or_else(|| incomplete.first())
         };
         if let Some(line) = resume {
@@ -307,6 +309,35 @@ impl PauseReport {
             recommendations,
         }
     }
+}
+
+/// The task's sub-tasks split into completed and incomplete work; a sub-task not attempted
+/// because it is deferred says so.
+fn work_lines(task: &Task, deferred: &[crate::scope::Deferral]) -> (Vec<WorkLine>, Vec<WorkLine>) {
+    let mut completed = Vec::new();
+    let mut incomplete = Vec::new();
+    for (i, sub) in task.subtasks().iter().enumerate() {
+        let number = i + 1;
+        let status = match (&sub.status, deferred.iter().find(|d| d.number == number)) {
+            (WorkStatus::NotAttempted, Some(d)) => WorkStatus::Deferred {
+                reason: format!("requires {} ({})", d.blocked_by, d.reason),
+            },
+            (status, _) => status.clone(),
+        };
+        let line = WorkLine {
+            number,
+            title: sub.title.clone(),
+            status,
+        };
+        match line.status {
+            WorkStatus::Done => completed.push(line),
+            WorkStatus::Failed { .. } | WorkStatus::NotAttempted | WorkStatus::Deferred { .. } => {
+                incomplete.push(line);
+            }
+        }
+    }
+
+    (completed, incomplete)
 }
 
 /// After a systemic failure: fix the cause, confirm recovery, and how probes back off (R9.5).
@@ -387,6 +418,7 @@ impl fmt::Display for PauseReport {
                 match &line.status {
                     WorkStatus::Done => f.write_str("SUCCESS")?,
                     WorkStatus::Failed { reason } => write!(f, "FAILED — {reason}")?,
+                    WorkStatus::Deferred { reason } => write!(f, "DEFERRED — {reason}")?,
                     WorkStatus::NotAttempted if self.paused.is_some() => {
                         f.write_str("NOT ATTEMPTED — paused")?;
                     }

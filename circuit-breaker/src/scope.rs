@@ -18,6 +18,11 @@ pub enum WorkStatus {
         /// Why it failed.
         reason: String,
     },
+    /// Not attempted because it is deferred (R5.1): a tool it needs is not working.
+    Deferred {
+        /// Why (e.g. `requires Bash (circuit OPEN)`).
+        reason: String,
+    },
 }
 
 /// One sub-task: a title, the tools it needs, its progress.
@@ -89,6 +94,19 @@ impl Task {
         self.set(
             number,
             WorkStatus::Failed {
+                reason: reason.into(),
+            },
+        )
+    }
+
+    /// Marks sub-task `number` (from 1) deferred, with the reason.
+    ///
+    /// # Errors
+    /// [`ScopeError`] when no sub-task has that number.
+    pub fn defer(&mut self, number: usize, reason: impl Into<String>) -> Result<(), ScopeError> {
+        self.set(
+            number,
+            WorkStatus::Deferred {
                 reason: reason.into(),
             },
         )
@@ -454,6 +472,21 @@ impl crate::Expeditor {
         use crate::expeditor::PauseReason;
         let mut core = self.lock();
         let core = &mut *core;
+        let report = self.scope_of(core, task);
+        if report.nothing_achievable() {
+            if core.halt.is_none() {
+                core.halt = Some(PauseReason::NothingAchievable);
+            }
+        } else if core.halt == Some(PauseReason::NothingAchievable) {
+            core.halt = None;
+        }
+        self.sync_all(core);
+        report
+    }
+
+    /// The scope report, without acting on it.
+    pub(crate) fn scope_of(&self, core: &crate::expeditor::Core, task: &Task) -> ScopeReport {
+        use crate::expeditor::PauseReason;
         let paused = match core.halt {
             Some(PauseReason::BudgetExhausted { .. }) => Some((
                 "paused: failure budget exhausted".to_owned(),
@@ -478,7 +511,12 @@ impl crate::Expeditor {
             let mut tools = Vec::new();
             let mut blocker: Option<(String, String, String)> = None;
             for name in &sub.needs {
-                let (standing, why) = self.standing(core, name);
+                let (mut standing, why) = self.standing(core, name);
+                if paused.is_some() && standing.note.as_deref().is_some_and(|n| n.contains("via "))
+                {
+                    // While every call is paused no route is taken either.
+                    standing.note = Some("paused".to_owned());
+                }
                 if let (None, Some((reason, unblock))) = (&blocker, why) {
                     blocker = Some((name.clone(), reason, unblock));
                 }
@@ -512,16 +550,7 @@ impl crate::Expeditor {
                 tools,
             });
         }
-        let report = ScopeReport { lines, deferred };
-        if report.nothing_achievable() {
-            if core.halt.is_none() {
-                core.halt = Some(PauseReason::NothingAchievable);
-            }
-        } else if core.halt == Some(PauseReason::NothingAchievable) {
-            core.halt = None;
-        }
-        self.sync_all(core);
-        report
+        ScopeReport { lines, deferred }
     }
 
     /// Starts work on sub-task `number`: refused when it is deferred, and then its tools are
