@@ -12,7 +12,7 @@
 //!   [`breaker`], [`expeditor`], [`route`], [`budget`], [`scope`], [`freshness`],
 //!   [`cascade`], [`precheck`], [`clock`], [`event`], [`report`], [`snapshot`]
 //! - the executor's side of the line: [`executor`] (what a guarded call returns, and the plan
-//!   of the one call to make), [`failure`] (a tool's error turned into data), [`toolbox`]
+//!   of the one call to make), [`failure`] (a tool's error turned into data), [`toolbox`](mod@toolbox)
 //!   (the trait of the enum `#[toolbox]` generates)
 
 pub mod breaker;

@@ -226,13 +226,17 @@ impl PauseReport {
         let (records, budget, paused, event, deferred) = {
             let core = expeditor.lock();
             // Sub-tasks not attempted because a tool they need is down are shown deferred
-            // (R5.1); those held back only by the pause keep the seed's "NOT ATTEMPTED".
-            let deferred: Vec<crate::scope::Deferral> = expeditor
-                .scope_of(&core, task)
-                .deferred
-                .into_iter()
-                .filter(|d| !d.reason.starts_with("paused"))
-                .collect();
+            // (R5.1). Under a budget or systemic pause, every call is held back: the seed's
+            // "NOT ATTEMPTED — paused" says it all.
+            let held = matches!(
+                core.halt,
+                Some(PauseReason::BudgetExhausted { .. } | PauseReason::Systemic { .. })
+            );
+            let deferred: Vec<crate::scope::Deferral> = if held {
+                Vec::new()
+            } else {
+                expeditor.scope_of(&core, task).deferred
+            };
             (
                 core.records.clone(),
                 core.budget.clone(),
