@@ -6,8 +6,8 @@
 //! small atomic mirror of it (`Hot`) lets the healthy path (decide + record success on a
 //! CLOSED tool) run without taking that lock and without writing shared memory.
 
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use std::fmt;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 

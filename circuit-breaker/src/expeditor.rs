@@ -8,8 +8,9 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock, PoisonError};
+
+use crate::sync::{AtomicBool, AtomicU64, Mutex, MutexGuard, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -334,7 +335,8 @@ impl Decision<'_> {
 
 /// Permission to call a tool once. Record the outcome with [`success`](Self::success) or
 /// [`failure`](Self::failure); a ticket dropped unrecorded is a cancellation, counted as
-/// neither, and a dropped probe frees the half-open slot for the next caller.
+/// neither, and a dropped probe frees the half-open slot for the next caller. A ticket dropped
+/// while its thread panics (the tool panicked) is recorded as a failure ([`PANICKED`]).
 #[must_use = "record the call's outcome through the ticket; dropping it counts as a cancellation"]
 pub struct Ticket<'a> {
     expeditor: &'a Expeditor,
@@ -416,11 +418,27 @@ impl<'a> Ticket<'a> {
 impl Drop for Ticket<'_> {
     #[inline]
     fn drop(&mut self) {
-        if !self.done && self.is_probe() {
+        if self.done {
+            return;
+        }
+        if std::thread::panicking() {
+            // The call panicked while holding its ticket: a failure, not a cancellation. The
+            // panic goes on to the caller; the breaker has counted it.
+            self.done = true;
+            let _ = self.expeditor.record_failure(
+                self.tool,
+                self.slot,
+                self.via,
+                Failure::with_category(PANICKED, FailureCategory::Other),
+            );
+        } else if self.is_probe() {
             self.expeditor.release_probe(self.tool, self.via);
         }
     }
 }
+
+/// The failure recorded for a call that panicked with its ticket in hand.
+pub const PANICKED: &str = "the tool panicked";
 
 /// What recording a failure did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

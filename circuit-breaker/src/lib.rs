@@ -30,6 +30,7 @@ pub mod report;
 pub mod route;
 pub mod scope;
 pub mod snapshot;
+mod sync;
 
 pub use circuit_breaker_macros::{tool, toolbox};
 
@@ -43,8 +44,8 @@ pub use cascade::SystemicEvent;
 pub use clock::{ManualClock, SystemClock, Timestamp, WallClock};
 pub use event::{Event, Observer};
 pub use expeditor::{
-    Decision, Expeditor, ExpeditorBuilder, Pause, PauseReason, Recorded, Skip, SkipReason, Ticket,
-    ToolId,
+    Decision, Expeditor, ExpeditorBuilder, PANICKED, Pause, PauseReason, Recorded, Skip,
+    SkipReason, Ticket, ToolId,
 };
 pub use failure::{Classify, Failure, FailureCategory};
 pub use freshness::{
@@ -57,6 +58,8 @@ pub use route::{AlternativeRoute, Route, RouteKind, RouteTaken, Routes};
 pub use scope::{
     Deferral, ScopeError, ScopeLine, ScopeReport, SubTask, Task, ToolStanding, WorkStatus,
 };
+#[cfg(feature = "json")]
+pub use snapshot::SnapshotFileError;
 pub use snapshot::{RestoreError, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, Snapshot, ToolSnapshot};
 pub mod executor;
 pub mod toolbox;

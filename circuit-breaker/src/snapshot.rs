@@ -308,3 +308,141 @@ impl Expeditor {
         Ok(())
     }
 }
+
+/// Why a snapshot file was not saved or not restored. When restoring, nothing was changed.
+#[cfg(feature = "json")]
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SnapshotFileError {
+    /// The file could not be read or written.
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The file is not a snapshot: truncated, corrupted, or another format.
+    Decode {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What the decoder said.
+        message: String,
+    },
+    /// The file is a snapshot, but not one this expeditor can take.
+    Restore(RestoreError),
+}
+
+#[cfg(feature = "json")]
+impl fmt::Display for SnapshotFileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SnapshotFileError::Io { path, source } => {
+                write!(f, "snapshot file {}: {source}", path.display())
+            }
+            SnapshotFileError::Decode { path, message } => write!(
+                f,
+                "snapshot file {} is not a snapshot (state unchanged): {message}",
+                path.display()
+            ),
+            SnapshotFileError::Restore(error) => fmt::Display::fmt(error, f),
+        }
+    }
+}
+
+#[cfg(feature = "json")]
+impl std::error::Error for SnapshotFileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SnapshotFileError::Io { source, .. } => Some(source),
+            SnapshotFileError::Decode { .. } => None,
+            SnapshotFileError::Restore(error) => Some(error),
+        }
+    }
+}
+
+#[cfg(feature = "json")]
+impl Snapshot {
+    /// Writes the snapshot to `path` durably (R3.7): into a new file beside it, synced, then
+    /// renamed over the old one, and the directory synced. A process killed mid-save leaves
+    /// the previous file whole.
+    ///
+    /// # Errors
+    /// [`SnapshotFileError::Io`] when the file cannot be written; the previous file is kept.
+    pub fn save(&self, path: impl AsRef<std::path::Path>) -> Result<(), SnapshotFileError> {
+        use std::io::Write as _;
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static SAVES: AtomicU64 = AtomicU64::new(0);
+        let path = path.as_ref();
+        let io = |source| SnapshotFileError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        let bytes = serde_json::to_vec(self).map_err(|e| io(std::io::Error::other(e)))?;
+        let name = path.file_name().map_or_else(
+            || std::ffi::OsString::from("snapshot"),
+            std::ffi::OsStr::to_os_string,
+        );
+        let mut temp_name = name;
+        temp_name.push(format!(
+            ".tmp.{}.{}",
+            std::process::id(),
+            SAVES.fetch_add(1, Ordering::Relaxed)
+        ));
+        let temp = path.with_file_name(temp_name);
+        let write = || -> std::io::Result<()> {
+            let mut file = std::fs::File::create(&temp)?;
+            file.write_all(&bytes)?;
+            file.sync_all()?;
+            std::fs::rename(&temp, path)?;
+            // The rename itself is durable once the directory is synced (where it can be).
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+                && let Ok(dir) = std::fs::File::open(dir)
+            {
+                let _ = dir.sync_all();
+            }
+            Ok(())
+        };
+        write().map_err(|e| {
+            let _ = std::fs::remove_file(&temp);
+            io(e)
+        })
+    }
+
+    /// Reads a snapshot written by [`save`](Self::save).
+    ///
+    /// # Errors
+    /// [`SnapshotFileError::Io`] when the file cannot be read, [`SnapshotFileError::Decode`]
+    /// when it is not a whole snapshot.
+    pub fn load(path: impl AsRef<std::path::Path>) -> Result<Snapshot, SnapshotFileError> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path).map_err(|source| SnapshotFileError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        serde_json::from_slice(&bytes).map_err(|e| SnapshotFileError::Decode {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })
+    }
+}
+
+#[cfg(feature = "json")]
+impl Expeditor {
+    /// Saves the whole state to `path`, durably (see [`Snapshot::save`]).
+    ///
+    /// # Errors
+    /// [`SnapshotFileError::Io`] when the file cannot be written.
+    pub fn save(&self, path: impl AsRef<std::path::Path>) -> Result<(), SnapshotFileError> {
+        self.snapshot().save(path)
+    }
+
+    /// Restores the whole state from a file written by [`save`](Self::save); nothing changes
+    /// unless the whole file is a valid snapshot for this expeditor.
+    ///
+    /// # Errors
+    /// A [`SnapshotFileError`] saying what is wrong with the file.
+    pub fn restore_from(&self, path: impl AsRef<std::path::Path>) -> Result<(), SnapshotFileError> {
+        let snapshot = Snapshot::load(path)?;
+        self.restore(&snapshot).map_err(SnapshotFileError::Restore)
+    }
+}
