@@ -165,7 +165,9 @@ impl Budget {
         self.limit = limit;
         self.consumed = 0;
         for entry in &mut self.ledger {
-            entry.charged = self.consumed < limit;
+            // Failures folded into a systemic event, or held pending one, stay uncharged: the
+            // event's own line carries the charge (R9.4).
+            entry.charged = !entry.systemic && !entry.pending && self.consumed < limit;
             if entry.charged {
                 self.consumed += 1;
             }
@@ -183,6 +185,14 @@ impl Budget {
             Err("consumed budget does not match the charged ledger entries")
         } else if self.cycle == 0 {
             Err("cycle 0 (cycles count from 1)")
+        } else if self
+            .ledger
+            .iter()
+            .any(|e| e.charged && (e.pending || e.systemic))
+        {
+            Err("a ledger line both charged and held for, or folded into, a systemic event")
+        } else if self.ledger.iter().any(|e| e.pending && e.systemic) {
+            Err("a ledger line both held for and folded into a systemic event")
         } else {
             Ok(())
         }

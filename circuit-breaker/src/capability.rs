@@ -676,11 +676,22 @@ pub fn did_you_mean<'a>(
     name: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
+    // A typo is a few edits away: names that long, or that far apart in length, are not
+    // compared (edit distance is quadratic in the length; maps may come from anywhere).
+    const LONGEST: usize = 256;
     let wanted = name.to_lowercase();
+    let wanted_len = wanted.chars().count();
+    if wanted_len > LONGEST {
+        return None;
+    }
     let mut best: Option<(usize, &'a str)> = None;
     for candidate in candidates {
+        let candidate_len = candidate.chars().count();
+        if candidate_len > LONGEST || candidate_len.abs_diff(wanted_len) > 3 {
+            continue;
+        }
         let distance = edit_distance(&wanted, &candidate.to_lowercase());
-        let longest = wanted.chars().count().max(candidate.chars().count());
+        let longest = wanted_len.max(candidate_len);
         let limit = (longest / 3).clamp(1, 3);
         if distance <= limit && best.is_none_or(|(d, _)| distance < d) {
             best = Some((distance, candidate));

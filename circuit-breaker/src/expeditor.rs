@@ -149,6 +149,9 @@ pub(crate) struct Core {
     pub(crate) cycle_started_at: Timestamp,
     pub(crate) allowed: Option<Vec<String>>,
     pub(crate) deferred: Option<DeferredWork>,
+    /// Each tool's share of the backoff cap along its chains of routes (R9.5); `None` when
+    /// who is backing off has changed since it was computed.
+    pub(crate) shares: Option<Vec<u32>>,
 }
 
 impl Core {
@@ -280,6 +283,7 @@ impl ExpeditorBuilder {
                 cycle_started_at,
                 allowed: None,
                 deferred: None,
+                shares: None,
             })),
         };
         {
@@ -663,8 +667,8 @@ impl Expeditor {
                 });
             }
             let i = tool.0 as usize;
-            let interval = self.probe_interval(&core, tool);
             let core = &mut *core;
+            let interval = self.probe_interval(core, tool);
             let gated = core.prechecks[i].gated();
             let record = &mut core.records[i];
             if gated && record.state == CircuitState::Closed {
@@ -723,48 +727,75 @@ impl Expeditor {
     /// one (R9.5). Along any chain of routes (a tool and the alternatives it routes to, each
     /// visited once) the intervals of the tools backing off add up to at most the cap: each
     /// such tool gets at most an equal share of the cap for the longest chain it is part of
-    /// (never less than its base interval).
-    fn probe_interval(&self, core: &Core, tool: ToolId) -> u32 {
+    /// (never less than its base interval). The shares are computed once per change of who is
+    /// backing off, not on every decide.
+    fn probe_interval(&self, core: &mut Core, tool: ToolId) -> u32 {
         let cap = self.policy.backoff_cap();
-        let Some(record) = core.records.get(tool.0 as usize) else {
+        let Some(level) = core.records.get(tool.0 as usize).map(|r| r.backoff) else {
             return Policy::DEFAULT_PROBE_EVERY;
         };
         let base = self
             .slot(tool)
             .map_or(Policy::DEFAULT_PROBE_EVERY, |s| s.settings.probe_every);
-        if record.backoff == 0 {
+        if level == 0 {
             return base;
         }
-        let backing_off = |id: ToolId| {
-            core.records
-                .get(id.0 as usize)
-                .is_some_and(|r| r.backoff > 0 && r.state != CircuitState::Closed)
-        };
-        // The backing-off tools reachable from `head` through alternatives, `head` included.
-        let reach = |head: ToolId| -> Vec<ToolId> {
-            let mut seen = vec![head];
-            let mut next = 0;
-            while let Some(&id) = seen.get(next) {
-                next += 1;
-                for &alt in self.slot(id).map_or(&[][..], |s| &s.alternatives) {
-                    if !seen.contains(&alt) {
-                        seen.push(alt);
+        if core.shares.is_none() {
+            core.shares = Some(self.chain_shares(core, cap));
+        }
+        let share = core
+            .shares
+            .as_ref()
+            .and_then(|s| s.get(tool.0 as usize).copied())
+            .unwrap_or(cap);
+        backoff_interval(base, level, cap, 0).min(share.max(base))
+    }
+
+    /// For every tool backing off after a cascade, the cap divided by the size of the longest
+    /// chain of backing-off tools it belongs to. One walk per backing-off tool, each visiting
+    /// every tool at most once.
+    fn chain_shares(&self, core: &Core, cap: u32) -> Vec<u32> {
+        let n = core.records.len();
+        let backing: Vec<bool> = core
+            .records
+            .iter()
+            .map(|r| r.backoff > 0 && r.state != CircuitState::Closed)
+            .collect();
+        let mut longest = vec![0usize; n];
+        let mut seen = vec![usize::MAX; n];
+        let mut stack = Vec::new();
+        let mut members = Vec::new();
+        for head in (0..n).filter(|&h| backing[h]) {
+            members.clear();
+            stack.push(head);
+            seen[head] = head;
+            while let Some(x) = stack.pop() {
+                if backing[x] {
+                    members.push(x);
+                }
+                let alternatives = u32::try_from(x)
+                    .ok()
+                    .and_then(|x| self.slot(ToolId(x)))
+                    .map_or(&[][..], |s| &s.alternatives);
+                for alt in alternatives.iter().map(|a| a.0 as usize) {
+                    if alt < n && seen[alt] != head {
+                        seen[alt] = head;
+                        stack.push(alt);
                     }
                 }
             }
-            seen.retain(|&id| backing_off(id));
-            seen
-        };
-        let longest = (0..core.records.len())
-            .filter_map(|i| u32::try_from(i).ok().map(ToolId))
-            .filter(|&head| backing_off(head))
-            .map(reach)
-            .filter(|chain| chain.contains(&tool))
-            .map(|chain| chain.len())
-            .max()
-            .unwrap_or(1);
-        let share = cap / u32::try_from(longest).unwrap_or(u32::MAX).max(1);
-        backoff_interval(base, record.backoff, cap, 0).min(share.max(base))
+            for &m in &members {
+                longest[m] = longest[m].max(members.len());
+            }
+        }
+        longest
+            .into_iter()
+            .map(|len| match u32::try_from(len) {
+                Ok(0) => cap,
+                Ok(len) => cap / len,
+                Err(_) => 1,
+            })
+            .collect()
     }
 
     #[cold]
@@ -787,6 +818,9 @@ impl Expeditor {
             let transition = record.succeed(via, now, step);
             if let Some(t) = transition {
                 events.push(Self::transition_event(slot, record, t));
+                if t == Transition::Closed {
+                    core.shares = None;
+                }
                 // A tool that recovered is checked again before it is held back (R10.3).
                 if t == Transition::Closed && core.prechecks[i].gated() {
                     core.prechecks[i].result = None;
@@ -842,8 +876,11 @@ impl Expeditor {
             let category = failure.category();
             // A failure matching an OPEN circuit's category may be part of a systemic event:
             // it is held uncharged until that is known (R9.4).
+            // Only a CLOSED tool's failure can open a circuit that starts an event; a failed
+            // probe or a late call on an OPEN tool is charged as usual (R3.2).
             let pending = during_event
                 || (self.policy.cascade_detection()
+                    && core.records[i].state == CircuitState::Closed
                     && category != FailureCategory::Other
                     && core.records.iter().enumerate().any(|(j, r)| {
                         j != i
@@ -973,6 +1010,7 @@ impl Expeditor {
                 return None;
             }
             let involved = core.cascade.involved.clone();
+            core.shares = None;
             for id in involved {
                 if let Some(record) = core.records.get_mut(id.0 as usize)
                     && record.state != CircuitState::Closed
@@ -1092,6 +1130,7 @@ impl Expeditor {
         };
         core.names.insert(spec.name().into(), id);
         core.records.push(BreakerRecord::default());
+        core.shares = None;
         let disallowed = core
             .allowed
             .as_ref()
@@ -1266,7 +1305,12 @@ impl Expeditor {
     /// Moves to the next step and returns it. Steps count probe intervals in
     /// [`ProbeUnit::Steps`](crate::ProbeUnit::Steps) and date ledger entries.
     pub fn advance_step(&self) -> u64 {
-        self.step.fetch_add(1, Ordering::AcqRel).saturating_add(1)
+        // Saturating: a counter that wrapped to 0 would never reach a probe's step again.
+        let previous = self
+            .step
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| Some(s.saturating_add(1)))
+            .unwrap_or(u64::MAX);
+        previous.saturating_add(1)
     }
 
     /// Starts a new cycle (R7.4): the budget and ledger reset, a budget pause (or a pause for

@@ -281,6 +281,7 @@ impl Expeditor {
             self.apply_records(&mut core, snapshot);
             core.budget = budget;
             core.cascade = Cascade::default();
+            core.shares = None;
             let mut halt = halt;
             if let Some(event) = &snapshot.systemic {
                 core.cascade.involved = event

@@ -1,0 +1,1218 @@
+//! Model-based property tests (issue #7): random sequences of operations — decide, then
+//! record a success, record a failure with a category, drop the ticket (a cancellation) or
+//! hold it for later; advance the step; start a new cycle; confirm recovery — over 3 to 5 tools
+//! with alternatives (always the cycle Grep <-> Read), run against the expeditor and against
+//! a small reference model written from the SPEC:
+//!
+//! - R3: CLOSED -> OPEN at the threshold of consecutive failures; a probe is due every N
+//!   attempts (or steps) after opening, OPEN -> HALF-OPEN; exactly one probe at a time, and a
+//!   dropped probe frees the slot; HALF-OPEN -> CLOSED on a successful probe, -> OPEN on a
+//!   failed one. A late CALL (issued before the circuit left CLOSED) counts its failure but only
+//!   the live probe moves a HALF-OPEN circuit.
+//! - R4: a SKIP's routes are the alternatives with low degradation, then high (unknown counts
+//!   as high), passing over OPEN ones, then the fallback, then scope reduction; each listed
+//!   once, also when tools are each other's alternatives.
+//! - R7: each failure is written down and charged while budget is left; at the budget every
+//!   call pauses until a new cycle; the budget is never exceeded; the ledger keeps every
+//!   failure (uncharged ones too).
+//! - R9: a second circuit opening with the category of an OPEN one, or 3 circuits opening
+//!   within the cascade window, is one systemic event: every call pauses until
+//!   `confirm_recovery`, the involved tools' runs are folded into one ledger line charged once
+//!   (R9.4), failures during the event join it uncharged, and afterwards probes back off
+//!   (R9.5: base, 2 base, 4 base, ... capped, and along a chain of tools routing to each other
+//!   the intervals share the cap). Where the SPEC leaves the charging of a failure that *may*
+//!   belong to an event open, the model follows the crate's documented rule (`cascade` module):
+//!   a failure whose category matches an OPEN circuit's (the category its current run shares)
+//!   is held uncharged ("pending") and charged if its tool recovers instead.
+//!
+//! After every operation the decision (kind, skip reason, routes, pause reason, probe or call),
+//! the recorded outcome, every breaker (state, consecutive and total failures, run of
+//! categories, step opened, attempts, probe in flight), the budget (consumed, limit, every
+//! ledger line and its flags), the pause and the systemic event are compared with the model,
+//! and the invariants are checked: consumed <= limit and equal to the charged lines; at most
+//! one live probe ticket per tool, matching the breaker's probe in flight. At the end every
+//! held ticket is dropped, and then every tool is asked once more: a HALF-OPEN tool with no
+//! live probe must give the probe (never stuck). A snapshot restored into a fresh expeditor
+//! must give the same snapshot.
+//!
+//! Two properties: `model_uncorrelated` gives each tool its own failure category (or `other`),
+//! so categories never correlate and only the window rule of R9 can fire (2000 cases);
+//! `model_cascades` draws categories from {network, filesystem, other} so that circuits
+//! correlate and failures are held pending (1000 cases). `PROPTEST_CASES` overrides both.
+//! Neither property has found a difference between the expeditor and the model. A SPEC
+//! deviation the model once shared with the crate (failed probes held "pending" instead of
+//! charged) was fixed in both and is pinned below as a regression test,
+//! `failed_probes_after_a_confirmed_recovery_are_charged`.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use circuit_breaker::{
+    AlternativeSpec, CapabilityMap, CircuitState, Decision, Degradation, Expeditor, Failure,
+    FailureCategory, PauseReason, Policy, ProbeUnit, Route, Severity, SkipReason, Ticket, ToolId,
+    ToolSpec,
+};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+
+const NAMES: [&str; 5] = ["Grep", "Read", "Bash", "Write", "Edit"];
+
+/// Each tool's own category in `model_uncorrelated`: no two tools share one.
+const OWN_CATEGORY: [FailureCategory; 5] = [
+    FailureCategory::Network,
+    FailureCategory::Filesystem,
+    FailureCategory::Permission,
+    FailureCategory::Timeout,
+    FailureCategory::NotFound,
+];
+
+/// The categories of `model_cascades`: shared between tools, so circuits correlate.
+const SHARED_CATEGORY: [FailureCategory; 3] = [
+    FailureCategory::Network,
+    FailureCategory::Filesystem,
+    FailureCategory::Other,
+];
+
+const RUN_MEMORY: usize = 16;
+
+// ---------------------------------------------------------------------------------------------
+// What is generated
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone)]
+struct ToolSetup {
+    /// Alternatives as (tool index, severity 0 low / 1 high / 2 unknown); entries naming the
+    /// tool itself, a tool beyond the map or an earlier entry are dropped when the map is built.
+    alternatives: Vec<(usize, u8)>,
+    threshold: Option<u32>,
+    probe_every: Option<u32>,
+}
+
+#[derive(Debug, Clone)]
+struct Setup {
+    tools: usize,
+    threshold: u32,
+    budget: u32,
+    probe_every: u32,
+    steps: bool,
+    window: u64,
+    cap: u32,
+    /// Cascade detection on (R9.2) or off (every breaker independent, R9.6).
+    detection: bool,
+    per_tool: Vec<ToolSetup>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Outcome {
+    Success,
+    /// A failure; the byte picks its category.
+    Failure(u8),
+    Cancel,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    /// Decide for a tool (the byte picks it; 15 mod 16 is an id no tool has), then act on a
+    /// CALL or PROBE at once, or hold the ticket.
+    Decide {
+        tool: u8,
+        then: Option<Outcome>,
+    },
+    /// Act on a held ticket (the byte picks which).
+    Resolve {
+        slot: u8,
+        outcome: Outcome,
+    },
+    Advance,
+    NewCycle,
+    Confirm,
+}
+
+fn tool_setup() -> impl Strategy<Value = ToolSetup> {
+    (
+        prop::collection::vec((0..5usize, 0..3u8), 0..=3),
+        prop::option::weighted(0.3, 1..=3u32),
+        prop::option::weighted(0.3, 1..=4u32),
+    )
+        .prop_map(|(alternatives, threshold, probe_every)| ToolSetup {
+            alternatives,
+            threshold,
+            probe_every,
+        })
+}
+
+fn setup() -> impl Strategy<Value = Setup> {
+    (
+        3..=5usize,
+        1..=3u32,
+        1..=12u32,
+        1..=3u32,
+        any::<bool>(),
+        0..=1u64,
+        1..=20u32,
+        prop::bool::weighted(0.85),
+        prop::collection::vec(tool_setup(), 5),
+    )
+        .prop_map(
+            |(tools, threshold, budget, probe_every, steps, window, cap, detection, per_tool)| {
+                Setup {
+                    tools,
+                    threshold,
+                    budget,
+                    probe_every,
+                    steps,
+                    window,
+                    cap,
+                    detection,
+                    per_tool,
+                }
+            },
+        )
+}
+
+fn outcome() -> impl Strategy<Value = Outcome> {
+    prop_oneof![
+        3 => Just(Outcome::Success),
+        5 => any::<u8>().prop_map(Outcome::Failure),
+        1 => Just(Outcome::Cancel),
+    ]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        16 => (any::<u8>(), outcome()).prop_map(|(tool, o)| Op::Decide { tool, then: Some(o) }),
+        3 => any::<u8>().prop_map(|tool| Op::Decide { tool, then: None }),
+        3 => (any::<u8>(), outcome()).prop_map(|(slot, outcome)| Op::Resolve { slot, outcome }),
+        4 => Just(Op::Advance),
+        1 => Just(Op::NewCycle),
+        1 => Just(Op::Confirm),
+    ]
+}
+
+fn ops() -> impl Strategy<Value = Vec<Op>> {
+    prop::collection::vec(op(), 1..100)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The map and policy a setup describes
+// ---------------------------------------------------------------------------------------------
+
+fn severity(code: u8) -> Severity {
+    match code {
+        0 => Severity::Low,
+        1 => Severity::High,
+        _ => Severity::Unknown,
+    }
+}
+
+impl Setup {
+    /// The resolved alternatives of tool `i`: Grep and Read always name each other first (a
+    /// cycle), then the generated ones that are legal.
+    fn alternatives(&self, i: usize) -> Vec<(usize, Severity)> {
+        let mut alts: Vec<(usize, Severity)> = Vec::new();
+        let first = self.per_tool[i].alternatives.first().map_or(0, |a| a.1);
+        match i {
+            0 => alts.push((1, severity(first))),
+            1 => alts.push((0, severity(first))),
+            _ => {}
+        }
+        for &(to, sev) in &self.per_tool[i].alternatives {
+            if to != i && to < self.tools && !alts.iter().any(|a| a.0 == to) {
+                alts.push((to, severity(sev)));
+            }
+        }
+        alts
+    }
+
+    fn map(&self) -> CapabilityMap {
+        (0..self.tools).fold(CapabilityMap::new(), |map, i| {
+            let mut spec = ToolSpec::new(NAMES[i])
+                .provides(format!("what {} does", NAMES[i]))
+                .fallback(format!("ask the user to do what {} does", NAMES[i]));
+            for (to, sev) in self.alternatives(i) {
+                let degradation = match sev {
+                    Severity::Low => Degradation::low("a little"),
+                    Severity::High => Degradation::high("a lot"),
+                    Severity::Unknown => Degradation::unknown(),
+                };
+                spec = spec.alternative(
+                    AlternativeSpec::new(NAMES[to])
+                        .method("instead")
+                        .degradation(degradation),
+                );
+            }
+            if let Some(t) = self.per_tool[i].threshold {
+                spec = spec.threshold(t);
+            }
+            if let Some(p) = self.per_tool[i].probe_every {
+                spec = spec.probe_every(p);
+            }
+            map.tool(spec)
+        })
+    }
+
+    fn policy(&self) -> Policy {
+        Policy::builder()
+            .threshold(self.threshold)
+            .budget(self.budget)
+            .probe_every(self.probe_every)
+            .probe_unit(if self.steps {
+                ProbeUnit::Steps
+            } else {
+                ProbeUnit::Attempts
+            })
+            .cascade_window(self.window)
+            .backoff_cap(self.cap)
+            .cascade_detection(self.detection)
+            .build()
+            .expect("a valid policy")
+    }
+
+    fn expeditor(&self) -> Expeditor {
+        Expeditor::builder(self.map())
+            .policy(self.policy())
+            .clock(common::clock())
+            .build()
+            .expect("a valid map")
+    }
+}
+
+fn message(category: FailureCategory) -> &'static str {
+    match category {
+        FailureCategory::Network => "connection refused",
+        FailureCategory::Filesystem => "read-only file system",
+        FailureCategory::Permission => "permission denied",
+        FailureCategory::Timeout => "timed out",
+        FailureCategory::NotFound => "no such file",
+        FailureCategory::Other => "it broke",
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The reference model
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone)]
+struct MTool {
+    name: &'static str,
+    alternatives: Vec<(usize, Severity)>,
+    threshold: u32,
+    probe_every: u32,
+    state: CircuitState,
+    consecutive: u32,
+    total: u64,
+    /// The categories of the current run of failures (the last 16).
+    run: Vec<FailureCategory>,
+    last_category: Option<FailureCategory>,
+    opened_at: Option<u64>,
+    attempts: u32,
+    probe: bool,
+    /// 0: no backoff; after a confirmed recovery 1, + 1 per failed probe (R9.5).
+    backoff: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct MEntry {
+    tool: String,
+    charged: bool,
+    pending: bool,
+    systemic: bool,
+}
+
+#[derive(Debug, Clone)]
+struct MEvent {
+    involved: Vec<usize>,
+    recovered: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Model {
+    tools: Vec<MTool>,
+    limit: u32,
+    ledger: Vec<MEntry>,
+    halt: Option<PauseReason>,
+    event: Option<MEvent>,
+    /// Circuits that opened (CLOSED -> OPEN) since the last event, with their step.
+    openings: Vec<(usize, u64)>,
+    step: u64,
+    steps: bool,
+    window: u64,
+    cap: u32,
+    detection: bool,
+}
+
+/// What the model says a decision is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Expect {
+    Call,
+    Probe,
+    Skip(SkipReason, Vec<String>),
+    Pause(PauseReason),
+}
+
+/// What the model says recording a failure returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct MRecorded {
+    state: CircuitState,
+    consecutive: u32,
+    opened: bool,
+    consumed: u32,
+    paused: bool,
+}
+
+impl Model {
+    fn new(setup: &Setup) -> Self {
+        let tools = (0..setup.tools)
+            .map(|i| MTool {
+                name: NAMES[i],
+                alternatives: setup.alternatives(i),
+                threshold: setup.per_tool[i].threshold.unwrap_or(setup.threshold),
+                probe_every: setup.per_tool[i].probe_every.unwrap_or(setup.probe_every),
+                state: CircuitState::Closed,
+                consecutive: 0,
+                total: 0,
+                run: Vec::new(),
+                last_category: None,
+                opened_at: None,
+                attempts: 0,
+                probe: false,
+                backoff: 0,
+            })
+            .collect();
+        Model {
+            tools,
+            limit: setup.budget,
+            ledger: Vec::new(),
+            halt: None,
+            event: None,
+            openings: Vec::new(),
+            step: 0,
+            steps: setup.steps,
+            window: setup.window,
+            cap: setup.cap,
+            detection: setup.detection,
+        }
+    }
+
+    fn consumed(&self) -> u32 {
+        u32::try_from(self.ledger.iter().filter(|e| e.charged).count()).unwrap()
+    }
+
+    fn event_active(&self) -> bool {
+        self.event.as_ref().is_some_and(|e| !e.recovered)
+    }
+
+    /// The category an OPEN circuit shows: the one its whole current run shares (R9.1).
+    fn category_of(&self, i: usize) -> Option<FailureCategory> {
+        let run = &self.tools[i].run;
+        let first = *run.first()?;
+        run.iter().all(|c| *c == first).then_some(first)
+    }
+
+    /// R4.1: low alternatives, then high (unknown counts as high), passing over OPEN ones;
+    /// then the fallback; then scope reduction.
+    fn routes(&self, i: usize) -> Vec<String> {
+        let tool = &self.tools[i];
+        let mut routes = Vec::new();
+        for high in [false, true] {
+            for &(to, sev) in &tool.alternatives {
+                if sev.is_high() == high && self.tools[to].state != CircuitState::Open {
+                    routes.push(format!("alternative:{}", self.tools[to].name));
+                }
+            }
+        }
+        routes.push("fallback".to_owned());
+        routes.push("scope".to_owned());
+        routes
+    }
+
+    /// R9.5: after a confirmed recovery the interval doubles with each failed probe, capped;
+    /// along a chain of tools that route to each other (each reached once) and are all backing
+    /// off, each gets an equal share of the cap; never less than the tool's own interval.
+    fn interval(&self, i: usize) -> u32 {
+        let tool = &self.tools[i];
+        let base = tool.probe_every;
+        if tool.backoff == 0 {
+            return base;
+        }
+        let own =
+            (u64::from(base) << (tool.backoff - 1).min(40)).min(u64::from(self.cap.max(base)));
+        let backing_off =
+            |j: usize| self.tools[j].backoff > 0 && self.tools[j].state != CircuitState::Closed;
+        let chain = |head: usize| -> Vec<usize> {
+            let mut seen = vec![head];
+            let mut next = 0;
+            while next < seen.len() {
+                let at = seen[next];
+                next += 1;
+                for &(to, _) in &self.tools[at].alternatives {
+                    if !seen.contains(&to) {
+                        seen.push(to);
+                    }
+                }
+            }
+            seen.retain(|&j| backing_off(j));
+            seen
+        };
+        let longest = (0..self.tools.len())
+            .filter(|&h| backing_off(h))
+            .map(chain)
+            .filter(|c| c.contains(&i))
+            .map(|c| c.len())
+            .max()
+            .unwrap_or(1);
+        let share = self.cap / u32::try_from(longest).unwrap();
+        u32::try_from(own).unwrap().min(share.max(base))
+    }
+
+    fn decide(&mut self, tool: Option<usize>) -> Expect {
+        let Some(i) = tool else {
+            return Expect::Skip(SkipReason::UnknownTool, vec!["scope".to_owned()]);
+        };
+        if let Some(reason) = self.halt {
+            return Expect::Pause(reason);
+        }
+        let interval = self.interval(i);
+        let step = self.step;
+        let steps = self.steps;
+        let t = &mut self.tools[i];
+        match t.state {
+            CircuitState::Closed => Expect::Call,
+            CircuitState::Open => {
+                t.attempts = t.attempts.saturating_add(1);
+                let due = if steps {
+                    step >= t.opened_at.unwrap_or(step) + u64::from(interval)
+                } else {
+                    t.attempts >= interval
+                };
+                if due {
+                    t.state = CircuitState::HalfOpen;
+                    t.probe = true;
+                    Expect::Probe
+                } else {
+                    Expect::Skip(SkipReason::Open, self.routes(i))
+                }
+            }
+            CircuitState::HalfOpen => {
+                if t.probe {
+                    Expect::Skip(SkipReason::ProbeInFlight, self.routes(i))
+                } else {
+                    t.probe = true;
+                    Expect::Probe
+                }
+            }
+        }
+    }
+
+    fn open(&mut self, i: usize) {
+        let step = self.step;
+        let t = &mut self.tools[i];
+        t.state = CircuitState::Open;
+        t.opened_at = Some(step);
+        t.attempts = 0;
+    }
+
+    /// R7: the budget is spent: every call pauses (unless a pause is in force already).
+    fn exhaust(&mut self) {
+        let consumed = self.consumed();
+        if self.halt.is_none() && consumed >= self.limit {
+            self.halt = Some(PauseReason::BudgetExhausted {
+                consumed,
+                limit: self.limit,
+            });
+        }
+    }
+
+    fn fail(&mut self, i: usize, probe: bool, category: FailureCategory) -> MRecorded {
+        let during = self.event_active();
+        // Only a CLOSED tool's failure can open a circuit that starts an event; a failed probe
+        // or a late call on an OPEN tool is charged as usual (R3.2).
+        let pending = during
+            || (self.detection
+                && self.tools[i].state == CircuitState::Closed
+                && category != FailureCategory::Other
+                && (0..self.tools.len()).any(|j| {
+                    j != i
+                        && self.tools[j].state != CircuitState::Closed
+                        && self.category_of(j) == Some(category)
+                }));
+        let charged = !pending && self.consumed() < self.limit;
+        self.ledger.push(MEntry {
+            tool: self.tools[i].name.to_owned(),
+            charged,
+            pending,
+            systemic: false,
+        });
+        let exhausted_now = charged && self.consumed() == self.limit;
+        if during {
+            let event = self.event.as_mut().expect("active");
+            if !event.involved.contains(&i) {
+                event.involved.push(i);
+            }
+            let last = self.ledger.last_mut().expect("just pushed");
+            *last = MEntry {
+                systemic: true,
+                pending: false,
+                charged: false,
+                ..last.clone()
+            };
+        }
+        let t = &mut self.tools[i];
+        t.consecutive += 1;
+        t.total += 1;
+        t.run.push(category);
+        if t.run.len() > RUN_MEMORY {
+            t.run.remove(0);
+        }
+        t.last_category = Some(category);
+        let mut opened = false;
+        if probe && t.state == CircuitState::HalfOpen {
+            t.probe = false;
+            if t.backoff > 0 {
+                t.backoff += 1;
+            }
+            self.open(i);
+            opened = true;
+        } else if t.state == CircuitState::Closed && t.consecutive >= t.threshold {
+            self.open(i);
+            opened = true;
+            if !during
+                && self.detection
+                && let Some(involved) = self.correlated(i)
+            {
+                self.start_event(involved);
+            }
+        }
+        if exhausted_now {
+            self.exhaust();
+        }
+        MRecorded {
+            state: self.tools[i].state,
+            consecutive: self.tools[i].consecutive,
+            opened,
+            consumed: self.consumed(),
+            paused: self.halt.is_some(),
+        }
+    }
+
+    /// R9.2: tool `i` just opened. A second OPEN circuit with its category, or 3 circuits
+    /// opened within the window and still not CLOSED, is a systemic event.
+    fn correlated(&mut self, i: usize) -> Option<Vec<usize>> {
+        let (step, window) = (self.step, self.window);
+        self.openings.retain(|&(t, s)| s + window >= step && t != i);
+        self.openings.push((i, step));
+        if let Some(c) = self.category_of(i).filter(|c| *c != FailureCategory::Other) {
+            let mut involved: Vec<usize> = (0..self.tools.len())
+                .filter(|&j| {
+                    j != i
+                        && self.tools[j].state != CircuitState::Closed
+                        && self.category_of(j) == Some(c)
+                })
+                .collect();
+            if !involved.is_empty() {
+                involved.push(i);
+                return Some(involved);
+            }
+        }
+        let recent: Vec<usize> = self
+            .openings
+            .iter()
+            .map(|o| o.0)
+            .filter(|&j| self.tools[j].state != CircuitState::Closed)
+            .collect();
+        (recent.len() >= 3).then_some(recent)
+    }
+
+    /// R9.2, R9.4: every call pauses; the involved tools' current runs are folded into one
+    /// line, charged once.
+    fn start_event(&mut self, involved: Vec<usize>) {
+        for &j in &involved {
+            let name = self.tools[j].name;
+            let mut left = self.tools[j].consecutive;
+            for entry in self.ledger.iter_mut().rev() {
+                if left == 0 {
+                    break;
+                }
+                if entry.tool == name && !entry.systemic {
+                    left -= 1;
+                    entry.charged = false;
+                    entry.pending = false;
+                    entry.systemic = true;
+                }
+            }
+        }
+        let names: Vec<&str> = involved.iter().map(|&j| self.tools[j].name).collect();
+        let charged = self.consumed() < self.limit;
+        self.ledger.push(MEntry {
+            tool: names.join(", "),
+            charged,
+            pending: false,
+            systemic: false,
+        });
+        let first = self.tools[involved[0]].last_category;
+        let category = first.filter(|c| {
+            involved
+                .iter()
+                .all(|&j| self.tools[j].last_category == Some(*c))
+        });
+        self.halt = Some(PauseReason::Systemic { category });
+        self.openings.clear();
+        self.event = Some(MEvent {
+            involved,
+            recovered: false,
+        });
+    }
+
+    fn succeed(&mut self, i: usize, probe: bool) {
+        let t = &mut self.tools[i];
+        if probe && t.state == CircuitState::HalfOpen {
+            t.probe = false;
+            t.state = CircuitState::Closed;
+            t.consecutive = 0;
+            t.run.clear();
+            t.opened_at = None;
+            t.attempts = 0;
+            t.backoff = 0;
+        } else if t.state == CircuitState::Closed {
+            t.consecutive = 0;
+            t.run.clear();
+        }
+        let name = t.name;
+        if t.state == CircuitState::Closed && t.consecutive == 0 {
+            // Its held failures were its own after all: charged now.
+            let mut exhausted = false;
+            for k in 0..self.ledger.len() {
+                if self.ledger[k].pending && self.ledger[k].tool == name {
+                    self.ledger[k].pending = false;
+                    let charged = self.consumed() < self.limit;
+                    self.ledger[k].charged = charged;
+                    exhausted |= charged && self.consumed() == self.limit;
+                }
+            }
+            if exhausted {
+                self.exhaust();
+            }
+        }
+    }
+
+    fn cancel(&mut self, i: usize, probe: bool) {
+        if probe {
+            self.tools[i].probe = false;
+        }
+    }
+
+    fn new_cycle(&mut self) {
+        self.ledger.clear();
+        if matches!(self.halt, Some(PauseReason::BudgetExhausted { .. })) {
+            self.halt = None;
+        }
+    }
+
+    fn confirm(&mut self) -> bool {
+        if !self.event_active() {
+            return false;
+        }
+        let step = self.step;
+        let involved = self.event.as_ref().expect("active").involved.clone();
+        for j in involved {
+            let t = &mut self.tools[j];
+            if t.state != CircuitState::Closed {
+                t.backoff = 1;
+                t.opened_at = Some(step);
+                t.attempts = 0;
+            }
+        }
+        self.event.as_mut().expect("active").recovered = true;
+        if matches!(self.halt, Some(PauseReason::Systemic { .. })) {
+            self.halt = None;
+        }
+        self.exhaust();
+        true
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running a case
+// ---------------------------------------------------------------------------------------------
+
+/// How often the interesting things happened, over all cases of a property.
+#[derive(Default)]
+struct Coverage {
+    probes: AtomicUsize,
+    closed_by_probe: AtomicUsize,
+    reopened: AtomicUsize,
+    budget_pauses: AtomicUsize,
+    systemic: AtomicUsize,
+    recoveries: AtomicUsize,
+    pending: AtomicUsize,
+    probe_in_flight_skips: AtomicUsize,
+    late_failures: AtomicUsize,
+    backoff_probes: AtomicUsize,
+    operations: AtomicUsize,
+}
+
+impl Coverage {
+    fn bump(counter: &AtomicUsize) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn get(counter: &AtomicUsize) -> usize {
+        counter.load(Ordering::Relaxed)
+    }
+}
+
+fn describe(route: Route<'_>) -> String {
+    match route {
+        Route::Alternative(alt) => format!("alternative:{}", alt.name()),
+        Route::Fallback(_) => "fallback".to_owned(),
+        Route::ScopeReduction => "scope".to_owned(),
+    }
+}
+
+struct Held<'a> {
+    ticket: Ticket<'a>,
+    tool: usize,
+    probe: bool,
+}
+
+struct Case<'a> {
+    setup: &'a Setup,
+    expeditor: &'a Expeditor,
+    model: Model,
+    held: Vec<Held<'a>>,
+    correlated: bool,
+    coverage: &'a Coverage,
+}
+
+/// At most this many tickets held at once; a hold beyond it is a cancellation.
+const MAX_HELD: usize = 4;
+
+impl<'a> Case<'a> {
+    fn category(&self, tool: usize, byte: u8) -> FailureCategory {
+        if self.correlated {
+            SHARED_CATEGORY[usize::from(byte) % SHARED_CATEGORY.len()]
+        } else if byte.is_multiple_of(2) {
+            FailureCategory::Other
+        } else {
+            OWN_CATEGORY[tool]
+        }
+    }
+
+    fn id(tool: usize) -> ToolId {
+        ToolId::from_index(u32::try_from(tool).unwrap())
+    }
+
+    fn act(
+        &mut self,
+        ticket: Ticket<'a>,
+        tool: usize,
+        probe: bool,
+        outcome: Outcome,
+    ) -> Result<(), TestCaseError> {
+        prop_assert_eq!(ticket.is_probe(), probe);
+        prop_assert_eq!(ticket.tool(), Self::id(tool));
+        match outcome {
+            Outcome::Success => {
+                if probe && self.model.tools[tool].state == CircuitState::HalfOpen {
+                    Coverage::bump(&self.coverage.closed_by_probe);
+                }
+                self.model.succeed(tool, probe);
+                ticket.success();
+            }
+            Outcome::Failure(byte) => {
+                let category = self.category(tool, byte);
+                if !probe && self.model.tools[tool].state != CircuitState::Closed {
+                    Coverage::bump(&self.coverage.late_failures);
+                }
+                let expected = self.model.fail(tool, probe, category);
+                if probe && expected.opened {
+                    Coverage::bump(&self.coverage.reopened);
+                }
+                if self.model.ledger.last().is_some_and(|e| e.pending) {
+                    Coverage::bump(&self.coverage.pending);
+                }
+                let got = ticket.failure(Failure::with_category(message(category), category));
+                let got = MRecorded {
+                    state: got.state,
+                    consecutive: got.consecutive_failures,
+                    opened: got.opened,
+                    consumed: got.budget.consumed,
+                    paused: got.paused,
+                };
+                prop_assert_eq!(got, expected, "recorded failure");
+            }
+            Outcome::Cancel => {
+                self.model.cancel(tool, probe);
+                ticket.cancel();
+            }
+        }
+        Ok(())
+    }
+
+    fn decide(&mut self, byte: u8, then: Option<Outcome>) -> Result<(), TestCaseError> {
+        let n = self.setup.tools;
+        let (tool, id) = if byte % 16 == 15 {
+            (None, ToolId::from_index(u32::try_from(n).unwrap() + 7))
+        } else {
+            let i = usize::from(byte) % n;
+            (Some(i), Self::id(i))
+        };
+        let expected = self.model.decide(tool);
+        let decision = self.expeditor.decide(id);
+        match (decision, expected) {
+            (Decision::Call(ticket), Expect::Call) => self.after(ticket, tool, false, then),
+            (Decision::Probe(ticket), Expect::Probe) => {
+                Coverage::bump(&self.coverage.probes);
+                if tool.is_some_and(|i| self.model.tools[i].backoff >= 2) {
+                    Coverage::bump(&self.coverage.backoff_probes);
+                }
+                self.after(ticket, tool, true, then)
+            }
+            (Decision::Skip(skip), Expect::Skip(reason, routes)) => {
+                if reason == SkipReason::ProbeInFlight {
+                    Coverage::bump(&self.coverage.probe_in_flight_skips);
+                }
+                prop_assert_eq!(skip.reason(), reason);
+                prop_assert_eq!(skip.tool(), id);
+                // Bounded: the routes must end on their own, each alternative listed once.
+                let got: Vec<String> = skip.routes().take(16).map(describe).collect();
+                prop_assert_eq!(&got, &routes, "routes");
+                prop_assert_eq!(describe(skip.route()), routes[0].clone());
+                Ok(())
+            }
+            (Decision::Pause(pause), Expect::Pause(reason)) => {
+                prop_assert_eq!(pause.reason(), reason);
+                Ok(())
+            }
+            (decision, expected) => Err(TestCaseError::fail(format!(
+                "decide({tool:?}): got {}, model says {expected:?}",
+                decision.kind()
+            ))),
+        }
+    }
+
+    fn after(
+        &mut self,
+        ticket: Ticket<'a>,
+        tool: Option<usize>,
+        probe: bool,
+        then: Option<Outcome>,
+    ) -> Result<(), TestCaseError> {
+        let tool = tool.expect("only known tools get tickets");
+        match then {
+            Some(outcome) => self.act(ticket, tool, probe, outcome),
+            None if self.held.len() < MAX_HELD => {
+                self.held.push(Held {
+                    ticket,
+                    tool,
+                    probe,
+                });
+                Ok(())
+            }
+            None => self.act(ticket, tool, probe, Outcome::Cancel),
+        }
+    }
+
+    fn apply(&mut self, op: Op) -> Result<(), TestCaseError> {
+        Coverage::bump(&self.coverage.operations);
+        match op {
+            Op::Decide { tool, then } => self.decide(tool, then)?,
+            Op::Resolve { slot, outcome } => {
+                if !self.held.is_empty() {
+                    let held = self.held.remove(usize::from(slot) % self.held.len());
+                    self.act(held.ticket, held.tool, held.probe, outcome)?;
+                }
+            }
+            Op::Advance => {
+                self.model.step += 1;
+                prop_assert_eq!(self.expeditor.advance_step(), self.model.step);
+            }
+            Op::NewCycle => {
+                self.model.new_cycle();
+                self.expeditor.new_cycle();
+            }
+            Op::Confirm => {
+                let expected = self.model.confirm();
+                if expected {
+                    Coverage::bump(&self.coverage.recoveries);
+                }
+                let got = self.expeditor.confirm_recovery();
+                prop_assert_eq!(got.is_some(), expected, "confirm_recovery");
+            }
+        }
+        self.check()
+    }
+
+    /// Everything the model knows, compared; and the invariants.
+    fn check(&self) -> Result<(), TestCaseError> {
+        let (expeditor, model) = (self.expeditor, &self.model);
+        prop_assert_eq!(expeditor.step(), model.step);
+        for (i, t) in model.tools.iter().enumerate() {
+            let id = Self::id(i);
+            let record = expeditor.breaker(id).expect("a known tool");
+            prop_assert_eq!(record.state(), t.state, "state of {}", t.name);
+            prop_assert_eq!(expeditor.state(id), Some(t.state), "mirror of {}", t.name);
+            prop_assert_eq!(record.consecutive_failures(), t.consecutive, "{}", t.name);
+            prop_assert_eq!(record.total_failures(), t.total, "{}", t.name);
+            let run: Vec<FailureCategory> = record
+                .recent_failures()
+                .iter()
+                .map(Failure::category)
+                .collect();
+            prop_assert_eq!(&run, &t.run, "run of {}", t.name);
+            prop_assert_eq!(record.opened_at_step(), t.opened_at, "{}", t.name);
+            prop_assert_eq!(record.probe_in_flight(), t.probe, "probe of {}", t.name);
+            // One probe at a time: the live probe tickets of a tool are its probe in flight.
+            let live = self.held.iter().filter(|h| h.tool == i && h.probe).count();
+            prop_assert!(live <= 1, "{} live probes of {}", live, t.name);
+            prop_assert_eq!(live == 1, t.probe, "live probe ticket of {}", t.name);
+            if t.probe {
+                prop_assert_eq!(t.state, CircuitState::HalfOpen);
+            }
+        }
+        let budget = expeditor.budget();
+        let charged = budget.ledger().iter().filter(|e| e.charged).count();
+        prop_assert!(budget.consumed() <= budget.limit(), "budget exceeded");
+        prop_assert_eq!(usize::try_from(budget.consumed()).unwrap(), charged);
+        prop_assert_eq!(budget.limit(), model.limit);
+        prop_assert_eq!(budget.consumed(), model.consumed(), "consumed");
+        let ledger: Vec<MEntry> = budget
+            .ledger()
+            .iter()
+            .map(|e| MEntry {
+                tool: e.tool.clone(),
+                charged: e.charged,
+                pending: e.pending,
+                systemic: e.systemic,
+            })
+            .collect();
+        prop_assert_eq!(&ledger, &model.ledger, "ledger");
+        prop_assert_eq!(expeditor.paused(), model.halt, "pause");
+        let event = expeditor.systemic_event();
+        prop_assert_eq!(event.is_some(), model.event.is_some(), "systemic event");
+        if let (Some(event), Some(m)) = (event, &model.event) {
+            let tools: Vec<&str> = m.involved.iter().map(|&j| model.tools[j].name).collect();
+            prop_assert_eq!(&event.tools, &tools);
+            prop_assert_eq!(event.recovered, m.recovered);
+        }
+        // Attempts are counted in attempts, not in steps (where the count is not kept).
+        if !self.setup.steps {
+            for (i, t) in model.tools.iter().enumerate() {
+                if t.state == CircuitState::Open {
+                    let record = expeditor.breaker(Self::id(i)).expect("known");
+                    let json = serde_json::to_value(&record).expect("serializable");
+                    prop_assert_eq!(
+                        json["attempts_since_open"].as_u64(),
+                        Some(u64::from(t.attempts)),
+                        "attempts of {}",
+                        t.name
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops every held ticket, then asks every tool once more: a HALF-OPEN tool is never
+    /// left without a probe to give.
+    fn finish(&mut self) -> Result<(), TestCaseError> {
+        while let Some(held) = self.held.pop() {
+            self.act(held.ticket, held.tool, held.probe, Outcome::Cancel)?;
+            self.check()?;
+        }
+        for i in 0..self.setup.tools {
+            let half_open = self.model.tools[i].state == CircuitState::HalfOpen;
+            let paused = self.model.halt.is_some();
+            if half_open && !paused {
+                prop_assert!(!self.model.tools[i].probe);
+            }
+            let byte = u8::try_from(i).unwrap();
+            self.decide(byte, Some(Outcome::Cancel))?;
+            self.check()?;
+        }
+        Ok(())
+    }
+}
+
+fn run_case(
+    setup: &Setup,
+    ops: &[Op],
+    correlated: bool,
+    coverage: &Coverage,
+) -> Result<(), TestCaseError> {
+    let expeditor = setup.expeditor();
+    let mut case = Case {
+        setup,
+        expeditor: &expeditor,
+        model: Model::new(setup),
+        held: Vec::new(),
+        correlated,
+        coverage,
+    };
+    case.check()?;
+    for &op in ops {
+        let was_paused = case.model.halt;
+        let was_event = case.model.event_active();
+        case.apply(op)?;
+        if was_paused.is_none()
+            && matches!(case.model.halt, Some(PauseReason::BudgetExhausted { .. }))
+        {
+            Coverage::bump(&coverage.budget_pauses);
+        }
+        if !was_event && case.model.event_active() {
+            Coverage::bump(&coverage.systemic);
+        }
+    }
+    case.finish()?;
+    // The whole state survives a snapshot restored into a fresh expeditor.
+    let snapshot = expeditor.snapshot();
+    let restored = setup.expeditor();
+    restored
+        .restore(&snapshot)
+        .map_err(|e| TestCaseError::fail(format!("restore: {e}")))?;
+    prop_assert_eq!(restored.snapshot(), snapshot);
+    Ok(())
+}
+
+fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn run_property(name: &str, default_cases: u32, correlated: bool) -> Coverage {
+    let coverage = Coverage::default();
+    let config = Config {
+        cases: cases(default_cases),
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let mut runner = TestRunner::new(config);
+    let result = runner.run(&(setup(), ops()), |(setup, ops)| {
+        run_case(&setup, &ops, correlated, &coverage)
+    });
+    if let Err(e) = result {
+        panic!("{name}: {e}");
+    }
+    let c = &coverage;
+    eprintln!(
+        "{name}: {} operations; {} probes ({} closed, {} re-opened), {} probe-in-flight skips, \
+         {} late CALL failures, {} budget pauses, {} systemic events, {} recoveries, \
+         {} probes backed off twice or more, {} pending failures",
+        Coverage::get(&c.operations),
+        Coverage::get(&c.probes),
+        Coverage::get(&c.closed_by_probe),
+        Coverage::get(&c.reopened),
+        Coverage::get(&c.probe_in_flight_skips),
+        Coverage::get(&c.late_failures),
+        Coverage::get(&c.budget_pauses),
+        Coverage::get(&c.systemic),
+        Coverage::get(&c.recoveries),
+        Coverage::get(&c.backoff_probes),
+        Coverage::get(&c.pending),
+    );
+    coverage
+}
+
+#[test]
+fn model_uncorrelated() {
+    let c = run_property("model_uncorrelated", 3000, false);
+    // The generator reaches every part of the state machine (with a wide margin).
+    for (what, counter) in [
+        ("probes", &c.probes),
+        ("closing probes", &c.closed_by_probe),
+        ("failed probes", &c.reopened),
+        ("probe-in-flight skips", &c.probe_in_flight_skips),
+        ("budget pauses", &c.budget_pauses),
+        ("systemic events", &c.systemic),
+        ("recoveries", &c.recoveries),
+        ("backed-off probes", &c.backoff_probes),
+    ] {
+        assert!(Coverage::get(counter) > 0, "no {what} generated");
+    }
+    assert_eq!(Coverage::get(&c.pending), 0, "categories never correlate");
+}
+
+#[test]
+fn model_cascades() {
+    let c = run_property("model_cascades", 2000, true);
+    for (what, counter) in [
+        ("systemic events", &c.systemic),
+        ("recoveries", &c.recoveries),
+        ("backed-off probes", &c.backoff_probes),
+        ("pending failures", &c.pending),
+    ] {
+        assert!(Coverage::get(counter) > 0, "no {what} generated");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Regressions and findings
+// ---------------------------------------------------------------------------------------------
+
+/// Two tools that share infrastructure stay down after a confirmed recovery. Their failed
+/// probes must be charged (R3.2: "HALF-OPEN -> OPEN on a failed probe (and the budget is
+/// charged)"; R7: the budget counts failures and pauses at its limit). A failed probe only
+/// re-opens a circuit, which never starts a systemic event, so holding it "pending" waits for
+/// an event that cannot come from it.
+#[test]
+fn failed_probes_after_a_confirmed_recovery_are_charged() {
+    let policy = Policy::builder().budget(5).build().unwrap();
+    let map = CapabilityMap::new()
+        .tool(
+            ToolSpec::new("WebSearch")
+                .provides("search")
+                .fallback("ask the user"),
+        )
+        .tool(
+            ToolSpec::new("WebFetch")
+                .provides("fetch")
+                .fallback("ask the user"),
+        );
+    let expeditor = Expeditor::builder(map)
+        .policy(policy)
+        .clock(common::clock())
+        .build()
+        .unwrap();
+    let refused = || Failure::with_category("connection refused", FailureCategory::Network);
+    for tool in ["WebSearch", "WebFetch"] {
+        for _ in 0..3 {
+            let _ = common::fail(&expeditor, tool, refused());
+        }
+    }
+    assert!(matches!(
+        expeditor.paused(),
+        Some(PauseReason::Systemic { .. })
+    ));
+    assert_eq!(expeditor.budget().consumed(), 1, "one charge for the event");
+    expeditor.confirm_recovery().expect("an event in force");
+    // Both tools are still down: each probe fails. Ten failed probes, a budget of 5.
+    let mut failed_probes = 0;
+    for _ in 0..200 {
+        if failed_probes == 10 || expeditor.paused().is_some() {
+            break;
+        }
+        for tool in ["WebSearch", "WebFetch"] {
+            if let Decision::Probe(ticket) = expeditor.decide(common::id(&expeditor, tool)) {
+                let _ = ticket.failure(refused());
+                failed_probes += 1;
+            }
+        }
+        expeditor.advance_step();
+    }
+    let budget = expeditor.budget();
+    let held = budget.ledger().iter().filter(|e| e.pending).count();
+    assert!(
+        matches!(
+            expeditor.paused(),
+            Some(PauseReason::BudgetExhausted { .. })
+        ),
+        "{failed_probes} failed probes, budget {} / {}, {held} ledger lines held pending, \
+         pause: {:?}",
+        budget.consumed(),
+        budget.limit(),
+        expeditor.paused()
+    );
+}
