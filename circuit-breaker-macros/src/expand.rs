@@ -255,9 +255,15 @@ fn capability_map(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
             };
             quote!(_cb::__private::AlternativeSpec::new_static(#target, #method, #degradation))
         });
-        statics.extend(quote! {
-            static #alts_ident: [_cb::__private::AlternativeSpec; #n] = [#(#alts),*];
-        });
+        // A tool without alternatives points at one shared empty slice: no static of its own.
+        let alts_ref = if n == 0 {
+            quote!(&[])
+        } else {
+            statics.extend(quote! {
+                static #alts_ident: [_cb::__private::AlternativeSpec; #n] = [#(#alts),*];
+            });
+            quote!(&#alts_ident)
+        };
         let name = tool.name.as_str();
         let provides = tool.args.provides.as_deref().map_or("", String::as_str);
         let fallback = tool.args.fallback.as_deref().map_or("", String::as_str);
@@ -269,7 +275,7 @@ fn capability_map(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
         let probe_every = option(tool.args.probe_every.as_deref().copied());
         let caches = tool.args.caches.is_present();
         specs.push(quote! {
-            _cb::__private::ToolSpec::new_static(#name, #provides, &#alts_ident, #fallback, #threshold, #probe_every, #caches)
+            _cb::__private::ToolSpec::new_static(#name, #provides, #alts_ref, #fallback, #threshold, #probe_every, #caches)
         });
     }
     let count = specs.len();
@@ -474,12 +480,10 @@ fn handle_method(
         #body
     };
 
-    let ok = quote_spanned!(output_span=> <#output as _cb::__private::ToolResult>::Ok);
-    let err = quote_spanned!(output_span=> <#output as _cb::__private::ToolResult>::Err);
-    // The outer type stays the macro's own (lints skip it); only the projections point at
-    // the user's type, where a non-`Result` is reported.
-    let returns =
-        quote!(_cb::__private::core::result::Result<_cb::Routed<#ok>, _cb::CallError<#err>>);
+    // The outer alias stays the macro's own (lints skip it); only the user's type inside it
+    // carries its span, where a non-`Result` is reported.
+    let user_output = quote_spanned!(output_span=> #output);
+    let returns = quote!(_cb::__private::Outcome<#user_output>);
     quote! {
         #(#docs)*
         #[doc = ""]

@@ -63,6 +63,10 @@ impl<T, E> ToolResult for Result<T, E> {
     }
 }
 
+/// What a guarded method returns for a tool returning `R`: the value with its route, or the
+/// tool's error untouched, or a refusal.
+pub type Outcome<R> = Result<Routed<<R as ToolResult>::Ok>, CallError<<R as ToolResult>::Err>>;
+
 /// Wraps a tool's error for autoref-specialized classification: an error that implements
 /// [`Classify`] says its category; a `std::error::Error` is searched for an `io::Error`; any
 /// other `Display` is classified by its message.

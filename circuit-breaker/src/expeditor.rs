@@ -1308,7 +1308,9 @@ impl Expeditor {
         // Saturating: a counter that wrapped to 0 would never reach a probe's step again.
         let previous = self
             .step
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| Some(s.saturating_add(1)))
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| {
+                Some(s.saturating_add(1))
+            })
             .unwrap_or(u64::MAX);
         previous.saturating_add(1)
     }

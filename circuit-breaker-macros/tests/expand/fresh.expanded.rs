@@ -31,13 +31,11 @@ pub struct GuardedIndex {
 }
 const _: () = {
     use ::circuit_breaker as _cb;
-    static __CB_ALTERNATIVES_0: [_cb::__private::AlternativeSpec; 0usize] = [];
-    static __CB_ALTERNATIVES_1: [_cb::__private::AlternativeSpec; 0usize] = [];
     static __CB_TOOLS: [_cb::__private::ToolSpec; 2usize] = [
         _cb::__private::ToolSpec::new_static(
             "search",
             "document search",
-            &__CB_ALTERNATIVES_0,
+            &[],
             "ask the user for the documents",
             _cb::__private::None,
             _cb::__private::None,
@@ -46,7 +44,7 @@ const _: () = {
         _cb::__private::ToolSpec::new_static(
             "lookup",
             "cached lookups",
-            &__CB_ALTERNATIVES_1,
+            &[],
             "ask the user",
             _cb::__private::None,
             _cb::__private::None,
@@ -173,14 +171,7 @@ const _: () = {
         pub fn search(
             &self,
             query: &str,
-        ) -> _cb::__private::core::result::Result<
-            _cb::Routed<
-                <Result<Vec<String>, std::io::Error> as _cb::__private::ToolResult>::Ok,
-            >,
-            _cb::CallError<
-                <Result<Vec<String>, std::io::Error> as _cb::__private::ToolResult>::Err,
-            >,
-        > {
+        ) -> _cb::__private::Outcome<Result<Vec<String>, std::io::Error>> {
             #[allow(unused_imports)]
             use _cb::__private::{ViaClassify as _, ViaDisplay as _, ViaError as _};
             let __cb_args: u64 = _cb::__private::digest(&(&query,));
@@ -243,12 +234,7 @@ const _: () = {
         pub fn lookup(
             &self,
             key: u64,
-        ) -> _cb::__private::core::result::Result<
-            _cb::Routed<<Result<u64, std::io::Error> as _cb::__private::ToolResult>::Ok>,
-            _cb::CallError<
-                <Result<u64, std::io::Error> as _cb::__private::ToolResult>::Err,
-            >,
-        > {
+        ) -> _cb::__private::Outcome<Result<u64, std::io::Error>> {
             #[allow(unused_imports)]
             use _cb::__private::{ViaClassify as _, ViaDisplay as _, ViaError as _};
             #[allow(unused_imports)]

@@ -40,8 +40,6 @@ const _: () = {
             ),
         ),
     ];
-    static __CB_ALTERNATIVES_1: [_cb::__private::AlternativeSpec; 0usize] = [];
-    static __CB_ALTERNATIVES_2: [_cb::__private::AlternativeSpec; 0usize] = [];
     static __CB_TOOLS: [_cb::__private::ToolSpec; 3usize] = [
         _cb::__private::ToolSpec::new_static(
             "grep",
@@ -55,7 +53,7 @@ const _: () = {
         _cb::__private::ToolSpec::new_static(
             "bash",
             "command execution",
-            &__CB_ALTERNATIVES_1,
+            &[],
             "report commands that need to be run manually",
             _cb::__private::Some(1u32),
             _cb::__private::None,
@@ -64,7 +62,7 @@ const _: () = {
         _cb::__private::ToolSpec::new_static(
             "WebSearch",
             "external information retrieval",
-            &__CB_ALTERNATIVES_2,
+            &[],
             "ask the user",
             _cb::__private::None,
             _cb::__private::None,
@@ -197,14 +195,7 @@ const _: () = {
         pub fn grep(
             &self,
             pattern: &str,
-        ) -> _cb::__private::core::result::Result<
-            _cb::Routed<
-                <Result<Vec<String>, std::io::Error> as _cb::__private::ToolResult>::Ok,
-            >,
-            _cb::CallError<
-                <Result<Vec<String>, std::io::Error> as _cb::__private::ToolResult>::Err,
-            >,
-        > {
+        ) -> _cb::__private::Outcome<Result<Vec<String>, std::io::Error>> {
             #[allow(unused_imports)]
             use _cb::__private::{ViaClassify as _, ViaDisplay as _, ViaError as _};
             match _cb::__private::plan(
@@ -252,14 +243,7 @@ const _: () = {
         pub fn bash(
             &self,
             command: &str,
-        ) -> _cb::__private::core::result::Result<
-            _cb::Routed<
-                <Result<String, std::io::Error> as _cb::__private::ToolResult>::Ok,
-            >,
-            _cb::CallError<
-                <Result<String, std::io::Error> as _cb::__private::ToolResult>::Err,
-            >,
-        > {
+        ) -> _cb::__private::Outcome<Result<String, std::io::Error>> {
             #[allow(unused_imports)]
             use _cb::__private::{ViaClassify as _, ViaDisplay as _, ViaError as _};
             match _cb::__private::plan_direct(&self.expeditor, WorkspaceTool::Bash) {
@@ -286,14 +270,7 @@ const _: () = {
         pub async fn web_search(
             &mut self,
             query: String,
-        ) -> _cb::__private::core::result::Result<
-            _cb::Routed<
-                <std::io::Result<Vec<String>> as _cb::__private::ToolResult>::Ok,
-            >,
-            _cb::CallError<
-                <std::io::Result<Vec<String>> as _cb::__private::ToolResult>::Err,
-            >,
-        > {
+        ) -> _cb::__private::Outcome<std::io::Result<Vec<String>>> {
             #[allow(unused_imports)]
             use _cb::__private::{ViaClassify as _, ViaDisplay as _, ViaError as _};
             match _cb::__private::plan_direct(
