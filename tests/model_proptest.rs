@@ -36,9 +36,9 @@
 //! must give the same snapshot.
 //!
 //! Two properties: `model_uncorrelated` gives each tool its own failure category (or `other`),
-//! so categories never correlate and only the window rule of R9 can fire (2000 cases);
+//! so categories never correlate and only the window rule of R9 can fire (3000 cases);
 //! `model_cascades` draws categories from {network, filesystem, other} so that circuits
-//! correlate and failures are held pending (1000 cases). `PROPTEST_CASES` overrides both.
+//! correlate and failures are held pending (2000 cases). `PROPTEST_CASES` overrides both.
 //! Neither property has found a difference between the expeditor and the model. A SPEC
 //! deviation the model once shared with the crate (failed probes held "pending" instead of
 //! charged) was fixed in both and is pinned below as a regression test,
