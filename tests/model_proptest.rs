@@ -340,6 +340,10 @@ struct Model {
     window: u64,
     cap: u32,
     detection: bool,
+    /// Per tool, the longest chain of backing-off tools it belongs to, as of the last
+    /// confirmed recovery: a tool that recovers afterwards only shortens chains, so the shares
+    /// in force are kept until the next confirmation (R9.5).
+    longest: Option<Vec<usize>>,
 }
 
 /// What the model says a decision is.
@@ -391,6 +395,7 @@ impl Model {
             steps: setup.steps,
             window: setup.window,
             cap: setup.cap,
+            longest: None,
             detection: setup.detection,
         }
     }
@@ -438,6 +443,18 @@ impl Model {
         }
         let own =
             (u64::from(base) << (tool.backoff - 1).min(40)).min(u64::from(self.cap.max(base)));
+        let longest = self
+            .longest
+            .as_ref()
+            .and_then(|l| l.get(i).copied())
+            .filter(|&l| l > 0)
+            .unwrap_or(1);
+        let share = self.cap / u32::try_from(longest).unwrap();
+        u32::try_from(own).unwrap().min(share.max(base))
+    }
+
+    /// For every tool, the size of the longest chain of backing-off tools it is part of.
+    fn chain_lengths(&self) -> Vec<usize> {
         let backing_off =
             |j: usize| self.tools[j].backoff > 0 && self.tools[j].state != CircuitState::Closed;
         let chain = |head: usize| -> Vec<usize> {
@@ -455,15 +472,13 @@ impl Model {
             seen.retain(|&j| backing_off(j));
             seen
         };
-        let longest = (0..self.tools.len())
-            .filter(|&h| backing_off(h))
-            .map(chain)
-            .filter(|c| c.contains(&i))
-            .map(|c| c.len())
-            .max()
-            .unwrap_or(1);
-        let share = self.cap / u32::try_from(longest).unwrap();
-        u32::try_from(own).unwrap().min(share.max(base))
+        let mut longest = vec![0; self.tools.len()];
+        for c in (0..self.tools.len()).filter(|&h| backing_off(h)).map(chain) {
+            for &j in &c {
+                longest[j] = longest[j].max(c.len());
+            }
+        }
+        longest
     }
 
     fn decide(&mut self, tool: Option<usize>) -> Expect {
@@ -724,6 +739,7 @@ impl Model {
             }
         }
         self.event.as_mut().expect("active").recovered = true;
+        self.longest = Some(self.chain_lengths());
         if matches!(self.halt, Some(PauseReason::Systemic { .. })) {
             self.halt = None;
         }

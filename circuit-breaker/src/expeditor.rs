@@ -817,10 +817,9 @@ impl Expeditor {
             };
             let transition = record.succeed(via, now, step);
             if let Some(t) = transition {
+                // A tool that recovers only shortens the chains it was in: the shares computed
+                // before still keep every chain within the cap, so they are kept (R9.5).
                 events.push(Self::transition_event(slot, record, t));
-                if t == Transition::Closed {
-                    core.shares = None;
-                }
                 // A tool that recovered is checked again before it is held back (R10.3).
                 if t == Transition::Closed && core.prechecks[i].gated() {
                     core.prechecks[i].result = None;
