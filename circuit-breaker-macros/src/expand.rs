@@ -34,7 +34,7 @@ pub fn expand(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
         let provides = t.args.provides.as_deref().map_or("", String::as_str);
         format!(" `{}`: {provides}", t.name)
     });
-    let index = (0..count).map(|i| u32::try_from(i).unwrap_or(u32::MAX));
+    let variant_names: Vec<String> = variants.iter().map(ToString::to_string).collect();
 
     let map = capability_map(toolbox, checked);
     let stale_tools: Vec<&Tool> = toolbox
@@ -73,7 +73,9 @@ pub fn expand(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
         #item
 
         #[doc = #enum_doc]
-        #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+        // Equality, order, hashing and `Debug` go through the variant's index (below): code of
+        // constant size however many tools the toolbox has.
+        #[derive(Clone, Copy)]
         pub enum #enum_ident {
             #(
                 #[doc = #variant_docs]
@@ -91,9 +93,45 @@ pub fn expand(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
 
         const _: () = {
             use #krate as _cb;
+            #[allow(unused_imports)]
+            use _cb::__private::{ViaClassify as _, ViaDisplay as _, ViaError as _};
             #map
 
             static __CB_ALL: [#enum_ident; #count] = [#(#enum_ident::#variants),*];
+            const __CB_NAMES: [&str; #count] = [#(#names),*];
+            const __CB_VARIANTS: [&str; #count] = [#(#variant_names),*];
+
+            impl _cb::__private::core::cmp::PartialEq for #enum_ident {
+                fn eq(&self, other: &Self) -> bool {
+                    (*self as u32) == (*other as u32)
+                }
+            }
+
+            impl _cb::__private::core::cmp::Eq for #enum_ident {}
+
+            impl _cb::__private::core::cmp::PartialOrd for #enum_ident {
+                fn partial_cmp(&self, other: &Self) -> _cb::__private::core::option::Option<_cb::__private::core::cmp::Ordering> {
+                    _cb::__private::Some(_cb::__private::core::cmp::Ord::cmp(self, other))
+                }
+            }
+
+            impl _cb::__private::core::cmp::Ord for #enum_ident {
+                fn cmp(&self, other: &Self) -> _cb::__private::core::cmp::Ordering {
+                    _cb::__private::core::cmp::Ord::cmp(&(*self as u32), &(*other as u32))
+                }
+            }
+
+            impl _cb::__private::core::hash::Hash for #enum_ident {
+                fn hash<__H: _cb::__private::core::hash::Hasher>(&self, state: &mut __H) {
+                    _cb::__private::core::hash::Hash::hash(&(*self as u32), state);
+                }
+            }
+
+            impl _cb::__private::core::fmt::Debug for #enum_ident {
+                fn fmt(&self, f: &mut _cb::__private::core::fmt::Formatter<'_>) -> _cb::__private::core::fmt::Result {
+                    f.write_str(__CB_VARIANTS[*self as usize])
+                }
+            }
 
             impl #enum_ident {
                 /// Every tool, in capability-map order.
@@ -101,9 +139,7 @@ pub fn expand(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
 
                 /// The tool's name in the capability map.
                 pub const fn name(self) -> &'static str {
-                    match self {
-                        #(Self::#variants => #names,)*
-                    }
+                    __CB_NAMES[self as usize]
                 }
 
                 /// The toolbox's capability map, checked at compile time.
@@ -130,9 +166,7 @@ pub fn expand(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
 
             impl _cb::__private::core::convert::From<#enum_ident> for _cb::ToolId {
                 fn from(tool: #enum_ident) -> Self {
-                    _cb::ToolId::from_index(match tool {
-                        #(#enum_ident::#variants => #index,)*
-                    })
+                    _cb::ToolId::from_index(tool as u32)
                 }
             }
 
@@ -492,8 +526,6 @@ fn handle_method(
             -> #returns
             #where_clause
         {
-            #[allow(unused_imports)]
-            use _cb::__private::{ViaClassify as _, ViaDisplay as _, ViaError as _};
             #body
         }
     }

@@ -10,7 +10,7 @@ impl Index {
     }
 }
 /// The tools of [`Index`]'s `#[toolbox]`, in capability-map order.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+#[derive(Clone, Copy)]
 pub enum IndexTool {
     /// `search`: document search
     Search,
@@ -31,6 +31,8 @@ pub struct GuardedIndex {
 }
 const _: () = {
     use ::circuit_breaker as _cb;
+    #[allow(unused_imports)]
+    use _cb::__private::{ViaClassify as _, ViaDisplay as _, ViaError as _};
     static __CB_TOOLS: [_cb::__private::ToolSpec; 2usize] = [
         _cb::__private::ToolSpec::new_static(
             "search",
@@ -55,15 +57,46 @@ const _: () = {
         &__CB_TOOLS,
     );
     static __CB_ALL: [IndexTool; 2usize] = [IndexTool::Search, IndexTool::Lookup];
+    const __CB_NAMES: [&str; 2usize] = ["search", "lookup"];
+    const __CB_VARIANTS: [&str; 2usize] = ["Search", "Lookup"];
+    impl _cb::__private::core::cmp::PartialEq for IndexTool {
+        fn eq(&self, other: &Self) -> bool {
+            (*self as u32) == (*other as u32)
+        }
+    }
+    impl _cb::__private::core::cmp::Eq for IndexTool {}
+    impl _cb::__private::core::cmp::PartialOrd for IndexTool {
+        fn partial_cmp(
+            &self,
+            other: &Self,
+        ) -> _cb::__private::core::option::Option<_cb::__private::core::cmp::Ordering> {
+            _cb::__private::Some(_cb::__private::core::cmp::Ord::cmp(self, other))
+        }
+    }
+    impl _cb::__private::core::cmp::Ord for IndexTool {
+        fn cmp(&self, other: &Self) -> _cb::__private::core::cmp::Ordering {
+            _cb::__private::core::cmp::Ord::cmp(&(*self as u32), &(*other as u32))
+        }
+    }
+    impl _cb::__private::core::hash::Hash for IndexTool {
+        fn hash<__H: _cb::__private::core::hash::Hasher>(&self, state: &mut __H) {
+            _cb::__private::core::hash::Hash::hash(&(*self as u32), state);
+        }
+    }
+    impl _cb::__private::core::fmt::Debug for IndexTool {
+        fn fmt(
+            &self,
+            f: &mut _cb::__private::core::fmt::Formatter<'_>,
+        ) -> _cb::__private::core::fmt::Result {
+            f.write_str(__CB_VARIANTS[*self as usize])
+        }
+    }
     impl IndexTool {
         /// Every tool, in capability-map order.
         pub const ALL: [Self; 2usize] = [Self::Search, Self::Lookup];
         /// The tool's name in the capability map.
         pub const fn name(self) -> &'static str {
-            match self {
-                Self::Search => "search",
-                Self::Lookup => "lookup",
-            }
+            __CB_NAMES[self as usize]
         }
         /// The toolbox's capability map, checked at compile time.
         pub fn capability_map() -> &'static _cb::CapabilityMap {
@@ -84,12 +117,7 @@ const _: () = {
     }
     impl _cb::__private::core::convert::From<IndexTool> for _cb::ToolId {
         fn from(tool: IndexTool) -> Self {
-            _cb::ToolId::from_index(
-                match tool {
-                    IndexTool::Search => 0u32,
-                    IndexTool::Lookup => 1u32,
-                },
-            )
+            _cb::ToolId::from_index(tool as u32)
         }
     }
     impl _cb::__private::core::convert::From<IndexTool> for _cb::__private::String {
@@ -172,8 +200,6 @@ const _: () = {
             &self,
             query: &str,
         ) -> _cb::__private::Outcome<Result<Vec<String>, std::io::Error>> {
-            #[allow(unused_imports)]
-            use _cb::__private::{ViaClassify as _, ViaDisplay as _, ViaError as _};
             let __cb_args: u64 = _cb::__private::digest(&(&query,));
             if self.expeditor.should_precheck(IndexTool::Search) {
                 let __cb_availability = _cb::__private::IntoAvailability::into_availability(
@@ -235,8 +261,6 @@ const _: () = {
             &self,
             key: u64,
         ) -> _cb::__private::Outcome<Result<u64, std::io::Error>> {
-            #[allow(unused_imports)]
-            use _cb::__private::{ViaClassify as _, ViaDisplay as _, ViaError as _};
             #[allow(unused_imports)]
             use _cb::__private::{NotDated as _, ViaDated as _};
             let __cb_freshen: _cb::__private::Freshen<

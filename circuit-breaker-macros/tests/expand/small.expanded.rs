@@ -14,7 +14,7 @@ impl Workspace {
     }
 }
 /// The tools of [`Workspace`]'s `#[toolbox]`, in capability-map order.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+#[derive(Clone, Copy)]
 pub enum WorkspaceTool {
     /// `grep`: content search across files
     Grep,
@@ -31,6 +31,8 @@ pub struct GuardedWorkspace {
 }
 const _: () = {
     use ::circuit_breaker as _cb;
+    #[allow(unused_imports)]
+    use _cb::__private::{ViaClassify as _, ViaDisplay as _, ViaError as _};
     static __CB_ALTERNATIVES_0: [_cb::__private::AlternativeSpec; 1usize] = [
         _cb::__private::AlternativeSpec::new_static(
             "bash",
@@ -77,16 +79,46 @@ const _: () = {
         WorkspaceTool::Bash,
         WorkspaceTool::WebSearch,
     ];
+    const __CB_NAMES: [&str; 3usize] = ["grep", "bash", "WebSearch"];
+    const __CB_VARIANTS: [&str; 3usize] = ["Grep", "Bash", "WebSearch"];
+    impl _cb::__private::core::cmp::PartialEq for WorkspaceTool {
+        fn eq(&self, other: &Self) -> bool {
+            (*self as u32) == (*other as u32)
+        }
+    }
+    impl _cb::__private::core::cmp::Eq for WorkspaceTool {}
+    impl _cb::__private::core::cmp::PartialOrd for WorkspaceTool {
+        fn partial_cmp(
+            &self,
+            other: &Self,
+        ) -> _cb::__private::core::option::Option<_cb::__private::core::cmp::Ordering> {
+            _cb::__private::Some(_cb::__private::core::cmp::Ord::cmp(self, other))
+        }
+    }
+    impl _cb::__private::core::cmp::Ord for WorkspaceTool {
+        fn cmp(&self, other: &Self) -> _cb::__private::core::cmp::Ordering {
+            _cb::__private::core::cmp::Ord::cmp(&(*self as u32), &(*other as u32))
+        }
+    }
+    impl _cb::__private::core::hash::Hash for WorkspaceTool {
+        fn hash<__H: _cb::__private::core::hash::Hasher>(&self, state: &mut __H) {
+            _cb::__private::core::hash::Hash::hash(&(*self as u32), state);
+        }
+    }
+    impl _cb::__private::core::fmt::Debug for WorkspaceTool {
+        fn fmt(
+            &self,
+            f: &mut _cb::__private::core::fmt::Formatter<'_>,
+        ) -> _cb::__private::core::fmt::Result {
+            f.write_str(__CB_VARIANTS[*self as usize])
+        }
+    }
     impl WorkspaceTool {
         /// Every tool, in capability-map order.
         pub const ALL: [Self; 3usize] = [Self::Grep, Self::Bash, Self::WebSearch];
         /// The tool's name in the capability map.
         pub const fn name(self) -> &'static str {
-            match self {
-                Self::Grep => "grep",
-                Self::Bash => "bash",
-                Self::WebSearch => "WebSearch",
-            }
+            __CB_NAMES[self as usize]
         }
         /// The toolbox's capability map, checked at compile time.
         pub fn capability_map() -> &'static _cb::CapabilityMap {
@@ -107,13 +139,7 @@ const _: () = {
     }
     impl _cb::__private::core::convert::From<WorkspaceTool> for _cb::ToolId {
         fn from(tool: WorkspaceTool) -> Self {
-            _cb::ToolId::from_index(
-                match tool {
-                    WorkspaceTool::Grep => 0u32,
-                    WorkspaceTool::Bash => 1u32,
-                    WorkspaceTool::WebSearch => 2u32,
-                },
-            )
+            _cb::ToolId::from_index(tool as u32)
         }
     }
     impl _cb::__private::core::convert::From<WorkspaceTool> for _cb::__private::String {
@@ -196,8 +222,6 @@ const _: () = {
             &self,
             pattern: &str,
         ) -> _cb::__private::Outcome<Result<Vec<String>, std::io::Error>> {
-            #[allow(unused_imports)]
-            use _cb::__private::{ViaClassify as _, ViaDisplay as _, ViaError as _};
             match _cb::__private::plan(
                 &self.expeditor,
                 WorkspaceTool::Grep,
@@ -244,8 +268,6 @@ const _: () = {
             &self,
             command: &str,
         ) -> _cb::__private::Outcome<Result<String, std::io::Error>> {
-            #[allow(unused_imports)]
-            use _cb::__private::{ViaClassify as _, ViaDisplay as _, ViaError as _};
             match _cb::__private::plan_direct(&self.expeditor, WorkspaceTool::Bash) {
                 _cb::__private::Ok(__cb_ticket) => {
                     _cb::__private::finish(
@@ -271,8 +293,6 @@ const _: () = {
             &mut self,
             query: String,
         ) -> _cb::__private::Outcome<std::io::Result<Vec<String>>> {
-            #[allow(unused_imports)]
-            use _cb::__private::{ViaClassify as _, ViaDisplay as _, ViaError as _};
             match _cb::__private::plan_direct(
                 &self.expeditor,
                 WorkspaceTool::WebSearch,
