@@ -422,22 +422,29 @@ impl<'a> Ticket<'a> {
 impl Drop for Ticket<'_> {
     #[inline]
     fn drop(&mut self) {
-        if self.done {
-            return;
+        // Kept tiny so that the healthy path (a recorded ticket) stays inlined and in registers.
+        if !self.done {
+            abandon(self.expeditor, self.slot, self.tool, self.via);
         }
-        if std::thread::panicking() {
-            // The call panicked while holding its ticket: a failure, not a cancellation. The
-            // panic goes on to the caller; the breaker has counted it.
-            self.done = true;
-            let _ = self.expeditor.record_failure(
-                self.tool,
-                self.slot,
-                self.via,
-                Failure::with_category(PANICKED, FailureCategory::Other),
-            );
-        } else if self.is_probe() {
-            self.expeditor.release_probe(self.tool, self.via);
-        }
+    }
+}
+
+/// A ticket dropped unrecorded: a cancellation — or, while its thread panics, a failure.
+/// Takes the ticket's parts by value, so that the ticket itself never needs an address.
+#[cold]
+#[inline(never)]
+fn abandon(expeditor: &Expeditor, slot: &ToolSlot, tool: ToolId, via: Via) {
+    if std::thread::panicking() {
+        // The call panicked while holding its ticket: a failure, not a cancellation. The panic
+        // goes on to the caller; the breaker has counted it.
+        let _ = expeditor.record_failure(
+            tool,
+            slot,
+            via,
+            Failure::with_category(PANICKED, FailureCategory::Other),
+        );
+    } else if matches!(via, Via::Probe(_)) {
+        expeditor.release_probe(tool, via);
     }
 }
 
@@ -592,16 +599,16 @@ impl Expeditor {
     }
 
     /// Before a call (R3.1): CALL, PROBE, SKIP with its route, or PAUSE.
-    #[inline]
+    ///
+    /// The healthy path (a CLOSED tool, no pause) is small enough to inline into the caller;
+    /// everything else goes through [`decide_rest`](Self::decide_rest).
+    #[inline(always)]
     pub fn decide(&self, tool: impl Into<ToolId>) -> Decision<'_> {
         let tool = tool.into();
-        let Some(slot) = self.slots.get(tool.0) else {
-            return self.decide_slow(tool, None);
-        };
-        if self.halted.load(Ordering::Acquire) {
-            return self.decide_slow(tool, None);
-        }
-        if slot.hot.is_callable() {
+        if let Some(slot) = self.slots.get(tool.0)
+            && slot.hot.is_callable()
+            && !self.halted.load(Ordering::Acquire)
+        {
             return Decision::Call(Ticket {
                 expeditor: self,
                 slot,
@@ -609,6 +616,19 @@ impl Expeditor {
                 via: Via::Call,
                 done: false,
             });
+        }
+        self.decide_rest(tool)
+    }
+
+    /// Everything but the healthy path: the lock-free rejection of an OPEN tool whose probe is
+    /// not due, then the slow path under the lock.
+    #[inline(never)]
+    fn decide_rest(&self, tool: ToolId) -> Decision<'_> {
+        let Some(slot) = self.slots.get(tool.0) else {
+            return self.decide_slow(tool, None);
+        };
+        if self.halted.load(Ordering::Acquire) {
+            return self.decide_slow(tool, None);
         }
         match slot.hot.check_open(slot.settings, self.step()) {
             OpenCheck::Skip => Decision::Skip(Skip {
