@@ -602,7 +602,7 @@ impl Expeditor {
     ///
     /// The healthy path (a CLOSED tool, no pause) is small enough to inline into the caller;
     /// everything else goes through [`decide_rest`](Self::decide_rest).
-    #[inline(always)]
+    #[inline]
     pub fn decide(&self, tool: impl Into<ToolId>) -> Decision<'_> {
         let tool = tool.into();
         if let Some(slot) = self.slots.get(tool.0)
