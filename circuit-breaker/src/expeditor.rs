@@ -601,7 +601,7 @@ impl Expeditor {
     /// Before a call (R3.1): CALL, PROBE, SKIP with its route, or PAUSE.
     ///
     /// The healthy path (a CLOSED tool, no pause) is small enough to inline into the caller;
-    /// everything else goes through [`decide_rest`](Self::decide_rest).
+    /// everything else goes through a separate, non-inlined function.
     #[inline]
     pub fn decide(&self, tool: impl Into<ToolId>) -> Decision<'_> {
         let tool = tool.into();
