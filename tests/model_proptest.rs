@@ -1232,3 +1232,50 @@ fn failed_probes_after_a_confirmed_recovery_are_charged() {
         expeditor.paused()
     );
 }
+
+/// Found by `model_uncorrelated`: a probe held across a confirmed recovery and resolved after
+/// it must not change the backoff shares computed at the recovery (the crate computed them
+/// lazily, at the next decide, after that tool had closed).
+#[test]
+fn regression_shares_are_fixed_at_the_confirmed_recovery() {
+    let tool = || ToolSetup {
+        alternatives: vec![],
+        threshold: None,
+        probe_every: None,
+    };
+    let setup = Setup {
+        tools: 3,
+        threshold: 1,
+        budget: 7,
+        probe_every: 2,
+        steps: false,
+        window: 1,
+        cap: 4,
+        detection: true,
+        per_tool: vec![tool(), tool(), tool(), tool(), tool()],
+    };
+    let decide = |tool: u8, then: Option<Outcome>| Op::Decide { tool, then };
+    let ops = vec![
+        decide(4, Some(Outcome::Failure(0))),
+        decide(25, Some(Outcome::Success)),
+        decide(91, None),
+        Op::Resolve {
+            slot: 0,
+            outcome: Outcome::Success,
+        },
+        decide(9, Some(Outcome::Failure(0))),
+        decide(11, Some(Outcome::Failure(0))),
+        decide(9, Some(Outcome::Success)),
+        decide(24, None),
+        decide(235, Some(Outcome::Failure(0))),
+        Op::Confirm,
+        Op::Resolve {
+            slot: 0,
+            outcome: Outcome::Success,
+        },
+        decide(22, Some(Outcome::Success)),
+        decide(235, Some(Outcome::Failure(0))),
+        decide(121, Some(Outcome::Success)),
+    ];
+    run_case(&setup, &ops, false, &Coverage::default()).unwrap();
+}

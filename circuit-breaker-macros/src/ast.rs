@@ -47,12 +47,45 @@ pub struct ToolArgs {
     pub probe_every: Option<SpannedValue<u32>>,
     /// `caches`: the tool's documentation says it caches; results are UNVERIFIED (R6.2).
     pub caches: Flag,
-    /// `freshness`: outputs are compared with the last one for the same arguments (R6.2).
-    pub freshness: Flag,
+    /// `freshness` or `freshness(source = "filesystem")`: outputs are compared with the last
+    /// one for the same arguments (R6.2); `source` names what may change under the tool, for
+    /// the CACHED RESULT label.
+    #[darling(default)]
+    pub freshness: FreshnessArg,
     /// `serve_stale`: while OPEN, answer with the last good result, labelled STALE DATA.
     pub serve_stale: Flag,
     /// `precheck = method`: a pre-call check returning `Availability` (R10).
     pub precheck: Option<Path>,
+}
+
+/// `freshness`, alone or with `(source = "..")`.
+#[derive(Debug, Default)]
+pub struct FreshnessArg {
+    pub on: bool,
+    pub source: Option<SpannedValue<String>>,
+}
+
+/// The arguments inside `freshness(..)`.
+#[derive(Debug, FromMeta)]
+struct FreshnessOptions {
+    source: Option<SpannedValue<String>>,
+}
+
+impl FromMeta for FreshnessArg {
+    fn from_word() -> darling::Result<Self> {
+        Ok(FreshnessArg {
+            on: true,
+            source: None,
+        })
+    }
+
+    fn from_list(items: &[NestedMeta]) -> darling::Result<Self> {
+        let options = FreshnessOptions::from_list(items)?;
+        Ok(FreshnessArg {
+            on: true,
+            source: options.source,
+        })
+    }
 }
 
 /// The keys of `#[tool(..)]`, in the order the grammar documents them.

@@ -47,6 +47,24 @@ pub fn expand(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
         let output = &t.output;
         quote!(#field: #krate::__private::StaleCache<<#output as #krate::__private::ToolResult>::Ok>,)
     });
+    // `freshness(source = "..")`: what may change under the tool, for the CACHED label.
+    let sources = toolbox
+        .tools
+        .iter()
+        .zip(&checked.variants)
+        .filter_map(|(t, variant)| {
+            let source = t.args.freshness.source.as_deref()?;
+            let caches = t.args.caches.is_present();
+            Some(quote! {
+                expeditor.set_freshness_profile(
+                    #enum_ident::#variant,
+                    _cb::FreshnessProfile {
+                        caches: #caches,
+                        source: _cb::__private::Some(_cb::__private::String::from(#source)),
+                    },
+                );
+            })
+        });
     let stale_inits = stale_tools.iter().map(|t| {
         let field = stale_field(t);
         quote!(#field: _cb::__private::core::default::Default::default(),)
@@ -222,9 +240,11 @@ pub fn expand(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
                     configure: impl _cb::__private::core::ops::FnOnce(_cb::ExpeditorBuilder) -> _cb::ExpeditorBuilder,
                 ) -> Self {
                     let builder = <#enum_ident as _cb::ToolSet>::expeditor_builder();
+                    let expeditor = _cb::__private::expeditor(configure(builder));
+                    #(#sources)*
                     Self {
                         toolbox,
-                        expeditor: _cb::__private::expeditor(configure(builder)),
+                        expeditor,
                         #(#stale_inits)*
                     }
                 }
@@ -408,7 +428,7 @@ fn handle_method(
         .collect();
 
     // Freshness (R6): which tools label their values, and keep the last good one.
-    let fresh = tool.args.freshness.is_present();
+    let fresh = tool.args.freshness.on;
     let caches = tool.args.caches.is_present();
     let stale = tool.args.serve_stale.is_present();
     let labelled = fresh || caches || stale;

@@ -1029,7 +1029,6 @@ impl Expeditor {
                 return None;
             }
             let involved = core.cascade.involved.clone();
-            core.shares = None;
             for id in involved {
                 if let Some(record) = core.records.get_mut(id.0 as usize)
                     && record.state != CircuitState::Closed
@@ -1045,6 +1044,8 @@ impl Expeditor {
             for precheck in &mut core.prechecks {
                 precheck.result = None;
             }
+            // The backoff shares (R9.5) of who backs off now, kept until the next recovery.
+            core.shares = Some(self.chain_shares(core, self.policy.backoff_cap()));
             let event = core.cascade.event.as_mut().map(|e| {
                 e.recovered = true;
                 e.clone()

@@ -10,15 +10,15 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use circuit_breaker::{
-    Budget, CallError, CircuitState, Event, Freshness, FreshnessProfile, PauseReason, PauseReport,
-    RefusalReason, RouteKind, Routed, ScopeError, ScopeReport, StateTable, SystemicEvent, Task,
-    Timestamp, WorkStatus,
+    Budget, CallError, CircuitState, Event, Freshness, PauseReason, PauseReport, RefusalReason,
+    RouteKind, Routed, ScopeError, ScopeReport, StateTable, SystemicEvent, Task, Timestamp,
+    WorkStatus,
 };
 use serde::Serialize;
 
 use crate::faults::{Faults, Options};
 use crate::search_server::{DOCUMENTS, SearchHit, SearchServer};
-use crate::workspace::{BASH_TIMEOUT, GuardedWorkspace, STALE_LOCK, Workspace, WorkspaceTool};
+use crate::workspace::{BASH_TIMEOUT, GuardedWorkspace, STALE_LOCK, Workspace};
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,19 +49,6 @@ pub fn run(options: &Options, out: &mut dyn Write) -> io::Result<Outcome> {
     let tools = GuardedWorkspace::with_expeditor(workspace, move |builder| {
         builder.observer(move |event: &Event| observer.push(event))
     });
-    // What may change under a search that returns the same output twice (R6.2).
-    for (tool, source) in [
-        (WorkspaceTool::Grep, "filesystem"),
-        (WorkspaceTool::WebSearch, "search index"),
-    ] {
-        tools.expeditor().set_freshness_profile(
-            tool,
-            FreshnessProfile {
-                caches: false,
-                source: Some(source.to_owned()),
-            },
-        );
-    }
     let outcome = Agent {
         tools: &tools,
         events,

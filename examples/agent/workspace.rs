@@ -521,7 +521,7 @@ impl Workspace {
             ),
         ),
         fallback = "ask the user which files to examine",
-        freshness
+        freshness(source = "filesystem")
     )]
     fn grep(&self, pattern: &str, path: &str) -> io::Result<Vec<String>> {
         self.flaky("grep")?;
@@ -724,7 +724,7 @@ impl Workspace {
         name = "WebSearch",
         provides = "external information retrieval",
         fallback = "state what information is needed; ask user to provide it",
-        freshness
+        freshness(source = "search index")
     )]
     fn web_search(&self, query: &str) -> io::Result<Vec<SearchHit>> {
         self.flaky("websearch")?;

@@ -172,9 +172,10 @@ const _: () = {
             ) -> _cb::ExpeditorBuilder,
         ) -> Self {
             let builder = <IndexTool as _cb::ToolSet>::expeditor_builder();
+            let expeditor = _cb::__private::expeditor(configure(builder));
             Self {
                 toolbox,
-                expeditor: _cb::__private::expeditor(configure(builder)),
+                expeditor,
                 __cb_stale_search: _cb::__private::core::default::Default::default(),
             }
         }

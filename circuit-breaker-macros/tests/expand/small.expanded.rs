@@ -194,10 +194,8 @@ const _: () = {
             ) -> _cb::ExpeditorBuilder,
         ) -> Self {
             let builder = <WorkspaceTool as _cb::ToolSet>::expeditor_builder();
-            Self {
-                toolbox,
-                expeditor: _cb::__private::expeditor(configure(builder)),
-            }
+            let expeditor = _cb::__private::expeditor(configure(builder));
+            Self { toolbox, expeditor }
         }
         /// The expeditor: breakers, budget, reports.
         pub fn expeditor(&self) -> &_cb::Expeditor {
