@@ -38,10 +38,13 @@
 //! Two properties: `model_uncorrelated` gives each tool its own failure category (or `other`),
 //! so categories never correlate and only the window rule of R9 can fire (3000 cases);
 //! `model_cascades` draws categories from {network, filesystem, other} so that circuits
-//! correlate and failures are held pending (2000 cases). `PROPTEST_CASES` overrides both.
-//! Neither property has found a difference between the expeditor and the model. A SPEC
+//! correlate and failures are held pending (2000 cases). `PROPTEST_CASES` overrides both; the
+//! cases are seeded (the same in every CI run) and `PROPTEST_SEED=<n>` explores others.
+//! `model_uncorrelated` found one difference between the expeditor and the model (backoff
+//! shares computed after a held probe closed, instead of at the confirmed recovery), fixed in
+//! the crate and pinned as `regression_shares_are_fixed_at_the_confirmed_recovery`. A SPEC
 //! deviation the model once shared with the crate (failed probes held "pending" instead of
-//! charged) was fixed in both and is pinned below as a regression test,
+//! charged) was fixed in both and is pinned as
 //! `failed_probes_after_a_confirmed_recovery_are_charged`.
 
 mod common;
@@ -1105,7 +1108,22 @@ fn run_property(name: &str, default_cases: u32, correlated: bool) -> Coverage {
         failure_persistence: None,
         ..Config::default()
     };
-    let mut runner = TestRunner::new(config);
+    // Seeded, so that CI runs the same cases every time; `PROPTEST_SEED=<n>` explores others.
+    let seed: u64 = std::env::var("PROPTEST_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x00C1_2C01_7B2E_A4E2);
+    let mut bytes = [0u8; 32];
+    for (i, chunk) in bytes.chunks_mut(8).enumerate() {
+        chunk.copy_from_slice(
+            &(seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_le_bytes(),
+        );
+    }
+    let rng = proptest::test_runner::TestRng::from_seed(
+        proptest::test_runner::RngAlgorithm::ChaCha,
+        &bytes,
+    );
+    let mut runner = TestRunner::new_with_rng(config, rng);
     let result = runner.run(&(setup(), ops()), |(setup, ops)| {
         run_case(&setup, &ops, correlated, &coverage)
     });
