@@ -5,36 +5,12 @@
 use std::cell::Cell;
 use std::future::Future;
 use std::io;
-use std::pin::{Pin, pin};
-use std::task::{Context, Poll, Waker};
+mod common;
+
+use std::task::{Context, Waker};
 
 use circuit_breaker::{CallError, CircuitState, RouteKind, toolbox};
-
-/// Drives a future to completion on this thread.
-fn block_on<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    let mut cx = Context::from_waker(Waker::noop());
-    loop {
-        if let Poll::Ready(value) = future.as_mut().poll(&mut cx) {
-            return value;
-        }
-    }
-}
-
-/// Suspends once, like a real I/O call that is not ready at first poll.
-struct YieldOnce(bool);
-
-impl Future for YieldOnce {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
-        if self.0 {
-            Poll::Ready(())
-        } else {
-            self.0 = true;
-            Poll::Pending
-        }
-    }
-}
+use common::{YieldOnce, block_on};
 
 #[derive(Default)]
 struct Remote {

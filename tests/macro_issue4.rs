@@ -5,11 +5,10 @@
 
 mod common;
 
+use common::{YieldOnce, block_on};
+
 use std::cell::{Cell, RefCell};
-use std::future::Future;
 use std::io;
-use std::pin::{Pin, pin};
-use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use circuit_breaker::{
@@ -537,32 +536,6 @@ fn r7_2_the_seeds_budget_block_at_4_of_5_through_real_failing_tools() {
     assert_eq!(expeditor.paused(), None, "no cascade: nothing correlates");
     // The seed's block exactly (the golden file is the seed's text, never rewritten).
     assert_golden("seed_budget_block.txt", &budget.to_string());
-}
-
-/// Drives a future to completion on this thread.
-fn block_on<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    let mut cx = Context::from_waker(Waker::noop());
-    loop {
-        if let Poll::Ready(value) = future.as_mut().poll(&mut cx) {
-            return value;
-        }
-    }
-}
-
-/// Suspends once, like a real health check that is not ready at first poll.
-struct YieldOnce(bool);
-
-impl Future for YieldOnce {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
-        if self.0 {
-            Poll::Ready(())
-        } else {
-            self.0 = true;
-            Poll::Pending
-        }
-    }
 }
 
 #[derive(Default)]

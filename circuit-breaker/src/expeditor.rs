@@ -768,7 +768,7 @@ impl Expeditor {
             .as_ref()
             .and_then(|s| s.get(tool.0 as usize).copied())
             .unwrap_or(cap);
-        backoff_interval(base, level, cap, 0).min(share.max(base))
+        backoff_interval(base, level, cap).min(share.max(base))
     }
 
     /// For every tool backing off after a cascade, the cap divided by the size of the longest

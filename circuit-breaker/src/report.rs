@@ -349,7 +349,7 @@ fn recovery_recommendation(policy: crate::policy::Policy, event: &SystemicEvent)
     let (base, cap) = (policy.probe_every(), policy.backoff_cap());
     let mut schedule: Vec<String> = Vec::new();
     for level in 1..=8 {
-        let interval = crate::cascade::backoff_interval(base, level, cap, 0);
+        let interval = crate::cascade::backoff_interval(base, level, cap);
         if schedule.last() != Some(&interval.to_string()) {
             schedule.push(interval.to_string());
         }

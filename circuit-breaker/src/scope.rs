@@ -383,10 +383,12 @@ impl fmt::Display for ScopeReport {
 
 impl crate::Expeditor {
     /// Where one needed tool stands, and why it blocks when it does.
+    /// `paused`: a budget or systemic pause is in force, so no route is taken either.
     fn standing(
         &self,
         core: &crate::expeditor::Core,
         name: &str,
+        paused: bool,
     ) -> (ToolStanding, Option<(String, String)>) {
         use crate::breaker::CircuitState;
         let Some(&id) = core.names.get(name) else {
@@ -426,7 +428,11 @@ impl crate::Expeditor {
         let why = match record.state() {
             CircuitState::Closed if precheck.gated() => {
                 if let Some(alt) = via {
-                    standing.note = Some(format!("UNAVAILABLE — via {alt}"));
+                    standing.note = Some(if paused {
+                        "paused".to_owned()
+                    } else {
+                        format!("UNAVAILABLE — via {alt}")
+                    });
                     None
                 } else {
                     let availability = precheck.availability();
@@ -446,7 +452,11 @@ impl crate::Expeditor {
             }
             CircuitState::Open => match via {
                 Some(alt) => {
-                    standing.note = Some(format!("via {alt}"));
+                    standing.note = Some(if paused {
+                        "paused".to_owned()
+                    } else {
+                        format!("via {alt}")
+                    });
                     None
                 }
                 None => blocked(
@@ -511,12 +521,7 @@ impl crate::Expeditor {
             let mut tools = Vec::new();
             let mut blocker: Option<(String, String, String)> = None;
             for name in &sub.needs {
-                let (mut standing, why) = self.standing(core, name);
-                if paused.is_some() && standing.note.as_deref().is_some_and(|n| n.contains("via "))
-                {
-                    // While every call is paused no route is taken either.
-                    standing.note = Some("paused".to_owned());
-                }
+                let (standing, why) = self.standing(core, name, paused.is_some());
                 if let (None, Some((reason, unblock))) = (&blocker, why) {
                     blocker = Some((name.clone(), reason, unblock));
                 }
