@@ -21,8 +21,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::breaker::{BreakerRecord, CircuitState};
 use crate::clock::Timestamp;
-use crate::expeditor::ToolId;
 use crate::failure::FailureCategory;
+use crate::id::ToolId;
 
 /// One systemic failure: the tools it took down, their shared signature, the suspected cause.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

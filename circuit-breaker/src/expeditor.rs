@@ -30,26 +30,7 @@ use crate::policy::Policy;
 use crate::precheck::Precheck;
 use crate::route::{Route, Routes};
 
-/// A tool known to an [`Expeditor`]: its position in registration order (the capability
-/// map's order, then tools discovered at run time).
-///
-/// Get one from [`Expeditor::tool`] or [`Expeditor::discover`]; a `#[toolbox]` enum converts
-/// to it directly.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct ToolId(u32);
-
-impl ToolId {
-    /// The id of the tool at `index` in registration order. An id that names no tool of an
-    /// expeditor is not an error: deciding on it gives a SKIP to scope reduction.
-    pub const fn from_index(index: u32) -> Self {
-        ToolId(index)
-    }
-
-    /// The position in registration order.
-    pub const fn index(self) -> u32 {
-        self.0
-    }
-}
+pub use crate::id::ToolId;
 
 /// A registered tool: its spec, its resolved alternatives and settings, and the hot mirror.
 #[derive(Debug)]
@@ -293,7 +274,12 @@ impl ExpeditorBuilder {
                 .tools()
                 .iter()
                 .enumerate()
-                .map(|(i, t)| (t.name(), ToolId(u32::try_from(i).unwrap_or(u32::MAX))))
+                .map(|(i, t)| {
+                    (
+                        t.name(),
+                        ToolId::from_index(u32::try_from(i).unwrap_or(u32::MAX)),
+                    )
+                })
                 .collect();
             for spec in self.map.tools() {
                 let alternatives = spec

@@ -24,6 +24,7 @@ pub mod event;
 pub mod expeditor;
 pub mod failure;
 pub mod freshness;
+mod id;
 pub mod policy;
 pub mod precheck;
 pub mod report;
