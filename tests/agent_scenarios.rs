@@ -149,7 +149,7 @@ fn read_only_with_outage_pauses_on_a_systemic_failure() {
     );
     assert!(output.contains("SYSTEMIC FAILURE — PAUSING"));
     assert!(
-        output.contains("PAUSE  All tools are paused"),
+        output.contains("was not called: all tools are paused"),
         "the next call is refused"
     );
     assert!(output.contains(

@@ -145,7 +145,7 @@ fn b7_skip_while_a_probe_is_in_flight() {
 }
 
 #[test]
-fn b7_pause() {
+fn b7_pause_names_the_tool_asked_for() {
     let clock = clock();
     let expeditor = expeditor_with(seed_map(), Policy::default(), &clock);
     open3(&expeditor, "Bash");
@@ -156,10 +156,21 @@ fn b7_pause() {
     };
     let note = pause.for_model();
     assert_eq!(note.tool, None);
+    assert_eq!(note.asked_for.as_deref(), Some("Grep"));
     assert_note(
         &note,
-        "All tools are paused: failure budget exhausted (5 / 5 failures this cycle). Do not \
-         call any tool. Instead: stop and report the completed and incomplete work to the user.",
+        "Grep was not called: all tools are paused: failure budget exhausted (5 / 5 failures \
+         this cycle). Do not call Grep or any other tool. Instead: stop and report the \
+         completed and incomplete work to the user.",
+    );
+    // The offer is no answer to a call: it names no tool asked for.
+    let offer = expeditor.offer();
+    assert_eq!(offer.withheld[0].asked_for, None);
+    assert!(
+        offer
+            .to_string()
+            .contains("All tools are paused: failure budget exhausted"),
+        "{offer}"
     );
 }
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use circuit_breaker::{
     Availability, CallError, CircuitState, Dated, FailureCategory, Freshness, ManualClock,
-    PauseReason, RefusalReason, RouteKind, ScopeError, Severity, Task, Timestamp, toolbox,
+    PauseReason, RouteKind, ScopeError, Severity, SkipReason, Task, Timestamp, toolbox,
 };
 use common::{T0, assert_golden, assert_no_retry_invitation};
 
@@ -274,7 +274,7 @@ fn r6_serve_stale_answers_an_open_tool_with_its_last_good_result_labelled() {
         .web_fetch("https://example.invalid/other")
         .unwrap_err();
     let refusal = err.refusal().expect("refused, not failed");
-    assert_eq!(refusal.reason, RefusalReason::Open);
+    assert_eq!(refusal.reason, SkipReason::Open);
     assert_eq!(refusal.route.as_ref().unwrap().kind, RouteKind::Fallback);
 
     // Opt-in: a tool without `serve_stale` is refused even for arguments it answered.
@@ -285,7 +285,7 @@ fn r6_serve_stale_answers_an_open_tool_with_its_last_good_result_labelled() {
         let _ = agent.web_search("rust");
     }
     let err = agent.web_search("rust").unwrap_err();
-    assert_eq!(err.refusal().unwrap().reason, RefusalReason::Open);
+    assert_eq!(err.refusal().unwrap().reason, SkipReason::Open);
 }
 
 #[test]
@@ -314,7 +314,7 @@ fn r10_2_an_unavailable_precheck_refuses_without_a_call_or_a_charge() {
     *agent.toolbox().health.borrow_mut() = Availability::Unavailable("server down".into());
     let err = agent.web_fetch("https://example.invalid/a").unwrap_err();
     let refusal = err.refusal().expect("refused, not called");
-    assert_eq!(refusal.reason, RefusalReason::Unavailable);
+    assert_eq!(refusal.reason, SkipReason::Unavailable);
     assert_eq!(
         refusal.note.to_string(),
         "WebFetch is unavailable: the pre-call check says UNAVAILABLE — server down. Do not \
@@ -390,10 +390,13 @@ fn r10_3_a_systemic_event_pauses_every_handle_and_prechecks_run_again_after_reco
         agent.web_fetch(url).map(|r| r.value.body).unwrap_err(),
     ] {
         let refusal = err.refusal().expect("refused");
-        assert_eq!(refusal.reason, RefusalReason::Paused { pause });
+        assert_eq!(refusal.reason, SkipReason::Paused { pause });
         assert_eq!(refusal.route, None);
         assert_golden(
-            "r9_2_systemic_pause_model_note.txt",
+            &format!(
+                "r9_2_systemic_pause_model_note_{}.txt",
+                refusal.tool.to_lowercase()
+            ),
             &refusal.note.to_string(),
         );
     }
@@ -437,7 +440,7 @@ fn r5_3_the_dispatcher_refuses_a_deferred_subtasks_tools() {
     let err = agent.web_fetch(url).unwrap_err();
     assert_eq!(
         err.refusal().unwrap().reason,
-        RefusalReason::Deferred,
+        SkipReason::Deferred,
         "not answered from the stale copy: the sub-task is not to be attempted"
     );
     assert_eq!(agent.toolbox().fetches.get(), fetches);
@@ -593,7 +596,7 @@ fn r10_1_an_async_precheck_on_an_async_tool() {
     let agent = GuardedMcp::new(Mcp::default());
     let err = block_on(agent.search("rust".into())).unwrap_err();
     let refusal = err.refusal().expect("refused");
-    assert_eq!(refusal.reason, RefusalReason::Unavailable);
+    assert_eq!(refusal.reason, SkipReason::Unavailable);
     assert_eq!(
         (
             agent.toolbox().async_checks.get(),

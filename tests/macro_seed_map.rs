@@ -7,8 +7,8 @@ use std::fmt;
 use std::io;
 
 use circuit_breaker::{
-    CallError, CircuitState, Classify, FailureCategory, RefusalReason, RouteKind, Severity,
-    ToolSet, toolbox,
+    CallError, CircuitState, Classify, FailureCategory, RouteKind, Severity, SkipReason, ToolSet,
+    toolbox,
 };
 
 /// Real work over an in-memory file tree; each tool can be broken the way real tools break.
@@ -234,7 +234,7 @@ fn r4_1_seed_routes_chain_grep_bash_read_fallback() {
     agent.toolbox().calls.borrow_mut().clear();
     let err = agent.grep("API_KEY").unwrap_err();
     let refusal = err.refusal().expect("nothing left to call");
-    assert_eq!(refusal.reason, RefusalReason::Open);
+    assert_eq!(refusal.reason, SkipReason::Open);
     let route = refusal.route.as_ref().unwrap();
     assert_eq!(route.kind, RouteKind::Fallback);
     assert_eq!(
@@ -322,12 +322,13 @@ fn r3_4_a_paused_toolbox_refuses_every_tool() {
     agent.toolbox().calls.borrow_mut().clear();
     let err = agent.grep("API_KEY").unwrap_err();
     let refusal = err.refusal().unwrap();
-    assert!(matches!(refusal.reason, RefusalReason::Paused { .. }));
+    assert!(matches!(refusal.reason, SkipReason::Paused { .. }));
     assert!(agent.toolbox().calls.borrow().is_empty());
     assert_eq!(
         err.to_string(),
-        "All tools are paused: failure budget exhausted (2 / 2 failures this cycle). \
-         Do not call any tool. Instead: stop and report the completed and incomplete work to the user."
+        "Grep was not called: all tools are paused: failure budget exhausted (2 / 2 failures \
+         this cycle). Do not call Grep or any other tool. Instead: stop and report the completed \
+         and incomplete work to the user."
     );
 }
 

@@ -352,7 +352,7 @@ fn r5_2_tasks_can_name_tools_through_a_toolbox_enum() {
     let err = agent.bash("cargo test").unwrap_err();
     assert_eq!(
         err.refusal().map(|r| r.reason),
-        Some(circuit_breaker::RefusalReason::Deferred)
+        Some(circuit_breaker::SkipReason::Deferred)
     );
 }
 
@@ -474,8 +474,14 @@ fn r5_4_when_every_subtask_is_deferred_the_expeditor_pauses_and_reports() {
         .subtask("Check the release notes", ["WebSearch"])
         .subtask("Deploy to staging", ["Bash"]);
     task.done(1).unwrap();
+    // `scope` is a query: it reports that nothing is achievable and changes nothing.
     let report = expeditor.scope(&task);
     assert!(report.nothing_achievable());
+    assert_eq!(expeditor.paused(), None);
+    assert_eq!(kind(expeditor.decide(id(&expeditor, "Read"))), "CALL");
+    // `reduce_scope` is the command: the same report, and the pause, under one lock.
+    let reduced = expeditor.reduce_scope(&task);
+    assert_eq!(reduced, report);
     assert_golden(
         "r5_4_scope_report_nothing_achievable.txt",
         &report.to_string(),
@@ -490,9 +496,9 @@ fn r5_4_when_every_subtask_is_deferred_the_expeditor_pauses_and_reports() {
     let note = pause.for_model().to_string();
     assert_eq!(
         note,
-        "All tools are paused: every remaining sub-task is deferred: the tools it needs are not \
-         working. Do not call any tool. Instead: stop and report the completed and deferred \
-         work to the user."
+        "Read was not called: all tools are paused: every remaining sub-task is deferred: the \
+         tools it needs are not working. Do not call Read or any other tool. Instead: stop and \
+         report the completed and deferred work to the user."
     );
     assert_no_retry_invitation(&note);
     assert_golden(
@@ -500,11 +506,11 @@ fn r5_4_when_every_subtask_is_deferred_the_expeditor_pauses_and_reports() {
         &expeditor.pause_report(&task).to_string(),
     );
 
-    // A scope that finds work again lifts the pause; so does a new cycle.
-    let report = expeditor.scope(&Task::new().subtask("Update documentation", ["Edit"]));
+    // A reduction that finds work again lifts the pause; so does a new cycle.
+    let report = expeditor.reduce_scope(&Task::new().subtask("Update documentation", ["Edit"]));
     assert!(!report.nothing_achievable());
     assert_eq!(expeditor.paused(), None);
-    expeditor.scope(&task);
+    expeditor.reduce_scope(&task);
     assert_eq!(expeditor.paused(), Some(PauseReason::NothingAchievable));
     expeditor.new_cycle();
     assert_eq!(expeditor.paused(), None);

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use circuit_breaker::{
     CallError, CapabilityMap, Expeditor, Freshness, FreshnessProfile, Labelled, ModelNote,
-    Observation, PauseReason, Policy, Refusal, RefusalReason, RouteKind, StaleCache, Timestamp,
+    Observation, PauseReason, Policy, Refusal, RouteKind, SkipReason, StaleCache, Timestamp,
     ToolId, ToolSpec, digest, serve_stale,
 };
 use common::{T0, clock, expeditor_with, id, seed_map};
@@ -399,13 +399,14 @@ fn r6_a_stale_cache_keeps_the_last_good_result_per_arguments() {
     assert_eq!(cache.recall(257), Some(("257".into(), T0)));
 }
 
-fn refusal(reason: RefusalReason) -> Box<Refusal> {
+fn refusal(reason: SkipReason) -> Box<Refusal> {
     Box::new(Refusal {
         tool: "Grep".into(),
         reason,
         route: None,
         note: ModelNote {
             tool: Some("Grep".into()),
+            asked_for: None,
             why: "circuit OPEN".into(),
             instead: "ask the user".into(),
         },
@@ -417,9 +418,9 @@ fn r6_the_last_good_result_answers_only_refusals_about_the_tools_own_state() {
     let cache = StaleCache::<String>::default();
     cache.remember(digest("API_KEY"), "config.toml".into(), T0);
     for reason in [
-        RefusalReason::Open,
-        RefusalReason::ProbeInFlight,
-        RefusalReason::Unavailable,
+        SkipReason::Open,
+        SkipReason::ProbeInFlight,
+        SkipReason::Unavailable,
     ] {
         let routed =
             serve_stale::<String, std::io::Error>(refusal(reason), &cache, digest("API_KEY"))
@@ -443,11 +444,11 @@ fn r6_the_last_good_result_answers_only_refusals_about_the_tools_own_state() {
     }
     // Never for a pause or a deferred sub-task, nor for arguments never answered.
     for reason in [
-        RefusalReason::Paused {
+        SkipReason::Paused {
             pause: PauseReason::Systemic { category: None },
         },
-        RefusalReason::Deferred,
-        RefusalReason::UnknownTool,
+        SkipReason::Deferred,
+        SkipReason::UnknownTool,
     ] {
         let answer =
             serve_stale::<String, std::io::Error>(refusal(reason), &cache, digest("API_KEY"));
@@ -457,7 +458,7 @@ fn r6_the_last_good_result_answers_only_refusals_about_the_tools_own_state() {
         );
     }
     let answer =
-        serve_stale::<String, std::io::Error>(refusal(RefusalReason::Open), &cache, digest("TODO"));
+        serve_stale::<String, std::io::Error>(refusal(SkipReason::Open), &cache, digest("TODO"));
     assert!(answer.is_err());
 }
 

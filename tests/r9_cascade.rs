@@ -216,11 +216,16 @@ fn r9_2_the_systemic_pause_tells_the_model_to_stop_not_to_retry() {
     let note = pause.for_model();
     assert_eq!(note.tool, None);
     let text = note.to_string();
-    assert_golden("r9_2_systemic_pause_model_note.txt", &text);
+    assert_golden("r9_2_systemic_pause_model_note_read.txt", &text);
     assert_no_retry_invitation(&text);
     let offer = expeditor.offer();
     assert!(offer.offered.is_empty());
-    assert_eq!(offer.withheld, [note]);
+    // The offer answers no call: the same note, naming no tool asked for (B7).
+    let unasked = circuit_breaker::ModelNote {
+        asked_for: None,
+        ..note
+    };
+    assert_eq!(offer.withheld, [unasked]);
 }
 
 #[test]

@@ -2,11 +2,10 @@
 //! its last failure and last success, and the transitions between CLOSED, OPEN and
 //! HALF-OPEN.
 //!
-//! The record here is plain data changed by plain functions, under the expeditor's lock. A
-//! small atomic mirror of it (`Hot`) lets the healthy path (decide + record success on a
-//! CLOSED tool) run without taking that lock and without writing shared memory.
+//! The record here is plain data changed by plain functions: no locks, no atomics. The engine
+//! owns every record; the expeditor publishes a small atomic mirror of it for the healthy
+//! path (`mirror.rs`).
 
-use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -39,7 +38,7 @@ impl CircuitState {
         }
     }
 
-    const fn bits(self) -> u32 {
+    pub(crate) const fn bits(self) -> u32 {
         match self {
             CircuitState::Closed => 0,
             CircuitState::Open => 1,
@@ -47,7 +46,7 @@ impl CircuitState {
         }
     }
 
-    const fn from_bits(bits: u32) -> Self {
+    pub(crate) const fn from_bits(bits: u32) -> Self {
         match bits & STATE_MASK {
             0 => CircuitState::Closed,
             1 => CircuitState::Open,
@@ -62,13 +61,7 @@ impl fmt::Display for CircuitState {
     }
 }
 
-const STATE_MASK: u32 = 0b11;
-/// The hot word's bit for a tool held back by a pre-call check.
-const GATED: u32 = 0b100;
-/// The hot word's bit for a breaker backing off after a cascade (its interval needs the lock).
-const BACKOFF: u32 = 0b1000;
-/// The hot word's state bits of an OPEN breaker.
-const OPEN_BITS: u32 = 1;
+pub(crate) const STATE_MASK: u32 = 0b11;
 
 /// The last failure of a tool: when, at which step, and what it said (R2.1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -358,12 +351,9 @@ impl BreakerRecord {
     }
 
     /// Records a success (R3.3): consecutive to 0 on a CLOSED tool; a successful probe closes
-    /// the circuit (R3.2).
-    pub(crate) fn succeed(&mut self, via: Via, at: Timestamp, step: u64) -> Option<Transition> {
-        let same_step = self.last_success.is_some_and(|s| s.step == step);
-        if !same_step {
-            self.last_success = Some(SuccessMark { at, step });
-        }
+    /// the circuit (R3.2). The last success is not the engine's: the mirror's cell keeps it
+    /// (the healthy path writes it without the lock).
+    pub(crate) fn succeed(&mut self, via: Via) -> Option<Transition> {
         match (via, self.state) {
             (Via::Probe(epoch), CircuitState::HalfOpen) if self.probe == Some(epoch) => {
                 self.probe = None;
@@ -399,135 +389,6 @@ impl BreakerRecord {
     }
 }
 
-/// The lock-free mirror of a breaker read by the healthy path: state and consecutive
-/// failures packed in one word (0 means CLOSED with no failure), and the latest step with a
-/// recorded success.
-#[derive(Debug)]
-pub(crate) struct Hot {
-    word: AtomicU32,
-    last_success_step: AtomicU64,
-    /// Attempts since the circuit opened: counted here, without the lock, on the rejection
-    /// path; the record's `attempts_since_open` is refreshed from it under the lock.
-    attempts: AtomicU32,
-    /// The step the circuit opened at (for probes counted in steps).
-    opened_at: AtomicU64,
-}
-
-/// `last_success_step` before any success.
-const NEVER: u64 = u64::MAX;
-
-/// What a lock-free look at an OPEN breaker says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum OpenCheck {
-    /// No probe due: skip without the lock.
-    Skip,
-    /// A probe may be due, or the breaker is not simply OPEN: take the lock. `Some(n)` when
-    /// this attempt was already counted as the `n`th.
-    Slow(Option<u32>),
-}
-
-impl Hot {
-    pub(crate) fn new() -> Self {
-        Hot {
-            word: AtomicU32::new(0),
-            last_success_step: AtomicU64::new(NEVER),
-            attempts: AtomicU32::new(0),
-            opened_at: AtomicU64::new(0),
-        }
-    }
-
-    #[inline]
-    pub(crate) fn state(&self) -> CircuitState {
-        CircuitState::from_bits(self.word.load(Ordering::Acquire))
-    }
-
-    /// CLOSED and not held back by a pre-call check: a decide may answer CALL at once.
-    #[inline]
-    pub(crate) fn is_callable(&self) -> bool {
-        self.word.load(Ordering::Acquire) & (STATE_MASK | GATED) == 0
-    }
-
-    /// Held back by a pre-call check (UNAVAILABLE) or by the allowed-tools list.
-    #[inline]
-    pub(crate) fn is_gated(&self) -> bool {
-        self.word.load(Ordering::Acquire) & GATED != 0
-    }
-
-    /// The rejection path (R3.1): an OPEN breaker, not gated, not backing off after a
-    /// cascade, whose probe is not due, is skipped without the lock and without allocating.
-    #[inline]
-    pub(crate) fn check_open(&self, settings: Settings, step: u64) -> OpenCheck {
-        if self.word.load(Ordering::Acquire) & (STATE_MASK | GATED | BACKOFF) != OPEN_BITS {
-            return OpenCheck::Slow(None);
-        }
-        match settings.probe_unit {
-            ProbeUnit::Attempts => {
-                let n = self
-                    .attempts
-                    .fetch_add(1, Ordering::AcqRel)
-                    .saturating_add(1);
-                if n < settings.probe_every {
-                    OpenCheck::Skip
-                } else {
-                    OpenCheck::Slow(Some(n))
-                }
-            }
-            ProbeUnit::Steps => {
-                let due = self
-                    .opened_at
-                    .load(Ordering::Acquire)
-                    .saturating_add(u64::from(settings.probe_every));
-                if step < due {
-                    OpenCheck::Skip
-                } else {
-                    OpenCheck::Slow(None)
-                }
-            }
-        }
-    }
-
-    /// Attempts counted since the circuit opened.
-    pub(crate) fn attempts(&self) -> u32 {
-        self.attempts.load(Ordering::Acquire)
-    }
-
-    /// Counts one more attempt on an OPEN breaker; returns the count.
-    pub(crate) fn count_attempt(&self) -> u32 {
-        self.attempts
-            .fetch_add(1, Ordering::AcqRel)
-            .saturating_add(1)
-    }
-
-    /// CLOSED, no consecutive failure, and a success already recorded in `step`: a success
-    /// now changes nothing.
-    #[inline]
-    pub(crate) fn success_is_noop(&self, step: u64) -> bool {
-        self.word.load(Ordering::Acquire) == 0
-            && self.last_success_step.load(Ordering::Acquire) == step
-    }
-
-    /// Restarts the attempt counter: the circuit just (re)opened, or its record was replaced.
-    pub(crate) fn reset_attempts(&self, attempts: u32) {
-        self.attempts.store(attempts, Ordering::Release);
-    }
-
-    /// Copies the record into the mirror. Called under the expeditor's lock after every
-    /// change (the attempt counter is the mirror's own: see `reset_attempts`).
-    pub(crate) fn sync(&self, record: &BreakerRecord, gated: bool) {
-        let failures = record.consecutive_failures.min(u32::MAX >> 4);
-        let gate = if gated { GATED } else { 0 };
-        let backoff = if record.backoff > 0 { BACKOFF } else { 0 };
-        self.opened_at
-            .store(record.opened_at_step.unwrap_or(0), Ordering::Release);
-        self.word.store(
-            (failures << 4) | backoff | gate | record.state.bits(),
-            Ordering::Release,
-        );
-        let step = record.last_success.map_or(NEVER, |s| s.step);
-        self.last_success_step.store(step, Ordering::Release);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -557,29 +418,8 @@ mod tests {
         };
         assert_eq!(t, Some(Transition::HalfOpened));
         assert_eq!(r.decide(SETTINGS, 3, 2).0, Verdict::SkipProbeInFlight);
-        assert_eq!(
-            r.succeed(Via::Probe(epoch), Timestamp::EPOCH, 3),
-            Some(Transition::Closed)
-        );
+        assert_eq!(r.succeed(Via::Probe(epoch)), Some(Transition::Closed));
         assert_eq!((r.state, r.consecutive_failures), (CircuitState::Closed, 0));
         r.check().unwrap();
-    }
-
-    #[test]
-    fn hot_mirror_packs_state_and_count() {
-        let hot = Hot::new();
-        let mut r = BreakerRecord::default();
-        hot.sync(&r, false);
-        assert!(hot.is_callable() && !hot.success_is_noop(0));
-        r.succeed(Via::Call, Timestamp::EPOCH, 0);
-        hot.sync(&r, false);
-        assert!(hot.success_is_noop(0) && !hot.success_is_noop(1));
-        fail(&mut r, Via::Call, 0);
-        hot.sync(&r, false);
-        assert!(hot.is_callable() && !hot.success_is_noop(0));
-        fail(&mut r, Via::Call, 0);
-        fail(&mut r, Via::Call, 0);
-        hot.sync(&r, false);
-        assert_eq!(hot.state(), CircuitState::Open);
     }
 }

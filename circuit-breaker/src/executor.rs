@@ -10,9 +10,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::expeditor::{
-    Decision, Expeditor, Pause, PauseReason, Recorded, Skip, SkipReason, Ticket, ToolId,
-};
+use crate::expeditor::{Decision, Expeditor, Pause, Recorded, Skip, SkipReason, Ticket, ToolId};
 use crate::failure::Failure;
 use crate::freshness::Freshness;
 use crate::report::ModelNote;
@@ -43,27 +41,6 @@ impl<T> Routed<T> {
     }
 }
 
-/// Why a call was not made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "reason", rename_all = "snake_case")]
-pub enum RefusalReason {
-    /// The tool's circuit is OPEN and no usable alternative could take the call.
-    Open,
-    /// The tool is HALF-OPEN and another caller holds its probe.
-    ProbeInFlight,
-    /// The tool is not known.
-    UnknownTool,
-    /// A pre-call check found the tool UNAVAILABLE (R10.2).
-    Unavailable,
-    /// The sub-task being worked on is deferred (R5.3).
-    Deferred,
-    /// Every call is paused.
-    Paused {
-        /// Why.
-        pause: PauseReason,
-    },
-}
-
 /// A call not made: which tool, why, the route to take instead (advice: an alternative
 /// without an adapter, the manual fallback, or scope reduction), and the text for a model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,7 +48,7 @@ pub struct Refusal {
     /// The tool asked for.
     pub tool: String,
     /// Why it was not called.
-    pub reason: RefusalReason,
+    pub reason: SkipReason,
     /// What to do instead; `None` when paused.
     pub route: Option<RouteTaken>,
     /// The short text for a language model (B7).
@@ -82,22 +59,16 @@ impl Refusal {
     fn from_skip(skip: &Skip<'_>, route: &Route<'_>) -> Box<Self> {
         Box::new(Refusal {
             tool: skip.tool_name().to_owned(),
-            reason: match skip.reason() {
-                SkipReason::Open => RefusalReason::Open,
-                SkipReason::ProbeInFlight => RefusalReason::ProbeInFlight,
-                SkipReason::UnknownTool => RefusalReason::UnknownTool,
-                SkipReason::Unavailable => RefusalReason::Unavailable,
-                SkipReason::Deferred => RefusalReason::Deferred,
-            },
+            reason: skip.reason(),
             route: Some(route.taken(skip.tool_name())),
-            note: ModelNote::for_route(skip, route),
+            note: skip.note_for(route),
         })
     }
 
     fn paused(tool: &str, pause: &Pause<'_>) -> Box<Self> {
         Box::new(Refusal {
             tool: tool.to_owned(),
-            reason: RefusalReason::Paused {
+            reason: SkipReason::Paused {
                 pause: pause.reason(),
             },
             route: None,
@@ -256,10 +227,17 @@ fn refuse(expeditor: &Expeditor, tool: ToolId, decision: &Decision<'_>) -> Box<R
         Decision::Pause(pause) => Refusal::paused(expeditor.tool_name(tool).unwrap_or("?"), pause),
         Decision::Skip(skip) => Refusal::from_skip(skip, &skip.route()),
         // Only SKIP and PAUSE are refused; a ticket is never turned down here.
-        Decision::Call(_) | Decision::Probe(_) => Refusal::from_skip(
-            &Skip::view(expeditor, tool, SkipReason::Open),
-            &Route::ScopeReduction,
-        ),
+        Decision::Call(_) | Decision::Probe(_) => Box::new(Refusal {
+            tool: expeditor.tool_name(tool).unwrap_or("?").to_owned(),
+            reason: SkipReason::Open,
+            route: Some(Route::ScopeReduction.taken(expeditor.tool_name(tool).unwrap_or("?"))),
+            note: ModelNote {
+                tool: expeditor.tool_name(tool).map(str::to_owned),
+                asked_for: None,
+                why: "no decision to refuse".to_owned(),
+                instead: "call it through its ticket.".to_owned(),
+            },
+        }),
     }
 }
 
@@ -383,7 +361,7 @@ pub fn serve_stale<T: Clone, E>(
 ) -> Result<Routed<T>, CallError<E>> {
     let eligible = matches!(
         refusal.reason,
-        RefusalReason::Open | RefusalReason::ProbeInFlight | RefusalReason::Unavailable
+        SkipReason::Open | SkipReason::ProbeInFlight | SkipReason::Unavailable
     );
     match cache.recall(args).filter(|_| eligible) {
         Some((value, at)) => Ok(Routed {

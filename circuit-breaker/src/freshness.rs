@@ -302,51 +302,6 @@ mod tests {
     }
 }
 
-impl crate::Expeditor {
-    /// Labels one result of `tool` (R6.2) and remembers it as the baseline for the next:
-    /// CACHED RESULT when the output equals the previous one for the same arguments, STALE
-    /// DATA when the data is older than the current cycle or was contradicted, UNVERIFIED for
-    /// a tool declared as caching, FRESHNESS UNKNOWN for data with no baseline at all, and no
-    /// label for fresh data (R6.3).
-    pub fn observe(&self, tool: impl Into<crate::ToolId>, observation: Observation) -> Freshness {
-        let tool = tool.into();
-        let Some(name) = self.tool_name(tool) else {
-            return Freshness::Unknown;
-        };
-        let now = self.now();
-        let mut core = self.lock();
-        let start = core.cycle_started_at;
-        core.freshness.observe(name, observation, now, start)
-    }
-
-    /// The user reports that the last output of `tool` for these arguments (their digest)
-    /// contradicts a more recent observation: that output is STALE DATA from the time it was
-    /// retrieved, and so is the same output seen again. `None` when it was never seen.
-    pub fn contradict(&self, tool: impl Into<crate::ToolId>, args: u64) -> Option<Freshness> {
-        let name = self.tool_name(tool.into())?;
-        self.lock().freshness.contradict(name, args)
-    }
-
-    /// Declares how `tool` behaves with respect to freshness (caching, what may change
-    /// under it). Returns `false` for an unknown tool.
-    pub fn set_freshness_profile(
-        &self,
-        tool: impl Into<crate::ToolId>,
-        profile: FreshnessProfile,
-    ) -> bool {
-        let Some(name) = self.tool_name(tool.into()) else {
-            return false;
-        };
-        self.lock().freshness.set_profile(name, profile);
-        true
-    }
-
-    /// When the current cycle began: data older than this is STALE (R6.2).
-    pub fn cycle_started_at(&self) -> Timestamp {
-        self.lock().cycle_started_at
-    }
-}
-
 /// The last good results of a tool, by argument digest, for answering with STALE DATA while
 /// its circuit is OPEN (R6). Keeps at most 256 results, forgetting the oldest first.
 #[derive(Debug)]

@@ -20,13 +20,16 @@ pub mod budget;
 pub mod capability;
 pub mod cascade;
 pub mod clock;
+mod engine;
 pub mod event;
 pub mod expeditor;
 pub mod failure;
 pub mod freshness;
 mod id;
+mod mirror;
 pub mod policy;
 pub mod precheck;
+mod registry;
 pub mod report;
 pub mod route;
 pub mod scope;
@@ -66,8 +69,8 @@ pub mod executor;
 pub mod toolbox;
 
 pub use executor::{
-    CallError, Freshen, Plan, Refusal, RefusalReason, Routed, finish, finish_fresh, keep_last_good,
-    plan, plan_direct, serve_stale,
+    CallError, Freshen, Plan, Refusal, Routed, finish, finish_fresh, keep_last_good, plan,
+    plan_direct, serve_stale,
 };
 pub use toolbox::{ToolSet, UnknownTool};
 

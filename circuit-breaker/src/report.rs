@@ -15,8 +15,10 @@ use serde::{Deserialize, Serialize};
 use crate::breaker::{BreakerRecord, CircuitState, FailureMark, SuccessMark};
 use crate::budget::BudgetStatus;
 use crate::cascade::SystemicEvent;
-use crate::expeditor::{Expeditor, PauseReason, Skip, SkipReason, ToolId};
+use crate::engine::{PauseReason, SkipReason};
 use crate::failure::FailureCategory;
+use crate::id::ToolId;
+use crate::mirror::View;
 use crate::route::Route;
 use crate::scope::{Task, WorkStatus};
 
@@ -221,30 +223,24 @@ pub struct PauseReport {
 }
 
 impl PauseReport {
-    /// Builds the report from the expeditor's state and the task's progress.
-    pub(crate) fn build(expeditor: &Expeditor, task: &Task) -> Self {
-        let (records, budget, paused, event, deferred) = {
-            let core = expeditor.lock();
-            // Sub-tasks not attempted because a tool they need is down are shown deferred
-            // (R5.1). Under a budget or systemic pause, every call is held back: the seed's
-            // "NOT ATTEMPTED — paused" says it all.
-            let held = matches!(
-                core.halt,
-                Some(PauseReason::BudgetExhausted { .. } | PauseReason::Systemic { .. })
-            );
-            let deferred: Vec<crate::scope::Deferral> = if held {
-                Vec::new()
-            } else {
-                expeditor.scope_of(&core, task).deferred
-            };
-            (
-                core.records.clone(),
-                core.budget.clone(),
-                core.halt,
-                core.cascade.event.clone(),
-                deferred,
-            )
+    /// Builds the report from one view of the state and the task's progress.
+    pub(crate) fn build(view: View<'_>, task: &Task) -> Self {
+        let engine = view.engine;
+        let paused = engine.halt();
+        // Sub-tasks not attempted because a tool they need is down are shown deferred
+        // (R5.1). Under a budget or systemic pause, every call is held back: the seed's
+        // "NOT ATTEMPTED — paused" says it all.
+        let held = matches!(
+            paused,
+            Some(PauseReason::BudgetExhausted { .. } | PauseReason::Systemic { .. })
+        );
+        let deferred: Vec<crate::scope::Deferral> = if held {
+            Vec::new()
+        } else {
+            engine.scope_report(task).deferred
         };
+        let budget = engine.budget();
+        let event = engine.systemic_event().cloned();
         let systemic = event.filter(|_| matches!(paused, Some(PauseReason::Systemic { .. })));
         let named: Vec<&str> = task
             .subtasks()
@@ -253,13 +249,10 @@ impl PauseReport {
             .collect();
         let failed_this_cycle: Vec<&str> =
             budget.ledger().iter().map(|e| e.tool.as_str()).collect();
-        let mut health: Vec<ToolHealth> = records
-            .iter()
-            .enumerate()
-            .filter_map(|(i, record)| {
-                let id = ToolId::from_index(u32::try_from(i).ok()?);
-                let name = expeditor.tool_name(id)?;
-                let h = ToolHealth::from_record(name, record);
+        let mut health: Vec<ToolHealth> = view
+            .records()
+            .filter_map(|(_, name, record)| {
+                let h = ToolHealth::from_record(name, &record);
                 let involved = named.is_empty()
                     || named.contains(&name)
                     || failed_this_cycle.contains(&name)
@@ -274,7 +267,7 @@ impl PauseReport {
 
         let mut recommendations: Vec<String> = Vec::new();
         if let Some(event) = &systemic {
-            recommendations.push(recovery_recommendation(expeditor.policy(), event));
+            recommendations.push(recovery_recommendation(engine.policy(), event));
         }
         recommendations.extend(
             health
@@ -461,6 +454,9 @@ impl fmt::Display for PauseReport {
 pub struct ModelNote {
     /// The tool not to call; `None` when every tool is paused.
     pub tool: Option<String>,
+    /// When every tool is paused: the tool the model asked for, if it asked for one (B7).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_for: Option<String>,
     /// Why it must not be called.
     pub why: String,
     /// What to do instead.
@@ -468,30 +464,35 @@ pub struct ModelNote {
 }
 
 impl ModelNote {
-    pub(crate) fn for_skip(skip: &Skip<'_>) -> Self {
-        Self::for_route(skip, &skip.route())
-    }
-
-    pub(crate) fn for_route(skip: &Skip<'_>, route: &Route<'_>) -> Self {
-        let name = match skip.reason() {
-            SkipReason::UnknownTool => format!("Tool #{}", skip.tool().index()),
-            _ => skip.tool_name().to_owned(),
+    /// The note for a tool not called (`reason`), with the route to take instead.
+    pub(crate) fn for_route(
+        view: View<'_>,
+        tool: ToolId,
+        reason: SkipReason,
+        route: &Route<'_>,
+    ) -> Self {
+        let engine = view.engine;
+        let name = match (reason, engine.name(tool)) {
+            (SkipReason::UnknownTool, _) | (_, None) => format!("Tool #{}", tool.index()),
+            (_, Some(name)) => name.to_owned(),
         };
-        let why = match skip.reason() {
+        let why = match reason {
             SkipReason::UnknownTool => "it is not a tool of this agent".to_owned(),
             SkipReason::Unavailable => {
-                let availability = skip
-                    .expeditor()
-                    .availability(skip.tool())
+                let availability = engine
+                    .availability(tool)
                     .unwrap_or(crate::precheck::Availability::Unavailable(String::new()));
                 format!("the pre-call check says {availability}")
             }
-            SkipReason::Deferred => match skip.expeditor().deferred_subtask() {
+            SkipReason::Deferred => match engine.deferred_subtask() {
                 Some(n) => format!("sub-task {n} is deferred, so its tools are not called"),
                 None => "its sub-task is deferred".to_owned(),
             },
+            SkipReason::Paused { pause } => {
+                return Self::for_pause(pause, engine.pausing_event(), Some(&name));
+            }
             reason => {
-                let record = skip.expeditor().breaker(skip.tool()).unwrap_or_default();
+                let record = view.record(tool).unwrap_or_default();
                 let mut why = String::new();
                 if reason == SkipReason::ProbeInFlight {
                     why.push_str("circuit HALF-OPEN, a recovery check is already running");
@@ -524,12 +525,18 @@ impl ModelNote {
         };
         ModelNote {
             tool: Some(name),
+            asked_for: None,
             why,
             instead,
         }
     }
 
-    pub(crate) fn for_pause(reason: PauseReason, systemic: Option<&SystemicEvent>) -> Self {
+    /// The note for a pause; `asked_for` names the tool the model asked for, if it asked.
+    pub(crate) fn for_pause(
+        reason: PauseReason,
+        systemic: Option<&SystemicEvent>,
+        asked_for: Option<&str>,
+    ) -> Self {
         let report = "stop and report the completed and incomplete work to the user.";
         let (why, instead) = match reason {
             PauseReason::BudgetExhausted { consumed, limit } => (
@@ -556,6 +563,7 @@ impl ModelNote {
         };
         ModelNote {
             tool: None,
+            asked_for: asked_for.map(str::to_owned),
             why,
             instead,
         }
@@ -591,29 +599,29 @@ impl fmt::Display for ModelNote {
                 "{tool} is unavailable: {}. Do not call {tool}. Instead: {}",
                 self.why, self.instead
             ),
-            None => write!(
-                f,
-                "All tools are paused: {}. Do not call any tool. Instead: {}",
-                self.why, self.instead
-            ),
+            None => match &self.asked_for {
+                Some(asked) => write!(
+                    f,
+                    "{asked} was not called: all tools are paused: {}. Do not call {asked} or any other tool. Instead: {}",
+                    self.why, self.instead
+                ),
+                None => write!(
+                    f,
+                    "All tools are paused: {}. Do not call any tool. Instead: {}",
+                    self.why, self.instead
+                ),
+            },
         }
     }
 }
 
-impl Expeditor {
-    /// The state table (R2.3).
-    pub fn state_table(&self) -> StateTable {
-        let core = self.lock();
-        let rows = core
-            .records
-            .iter()
-            .enumerate()
-            .map(|(i, record)| StateRow {
-                tool: u32::try_from(i)
-                    .ok()
-                    .and_then(|i| self.tool_name(ToolId::from_index(i)))
-                    .unwrap_or("?")
-                    .to_owned(),
+impl StateTable {
+    /// The table of every tool, in registration order.
+    pub(crate) fn build(view: View<'_>) -> Self {
+        let rows = view
+            .records()
+            .map(|(_, name, record)| StateRow {
+                tool: name.to_owned(),
                 state: record.state(),
                 consecutive_failures: record.consecutive_failures(),
                 last_failure: record.last_failure().cloned(),
@@ -622,14 +630,8 @@ impl Expeditor {
             .collect();
         StateTable {
             rows,
-            budget: core.budget.status(),
+            budget: view.engine.budget().status(),
         }
-    }
-
-    /// The pause report (R7.3) for `task`: completed and incomplete work from its progress,
-    /// the health of the tools it involves, the budget, and recommendations.
-    pub fn pause_report(&self, task: &Task) -> PauseReport {
-        PauseReport::build(self, task)
     }
 }
 
@@ -661,43 +663,35 @@ impl fmt::Display for ToolOffer {
     }
 }
 
-impl Expeditor {
+impl ToolOffer {
     /// The tools to offer a language model now (R10): every tool but those OPEN or
-    /// UNAVAILABLE, which are listed with the reason; while paused, none.
-    pub fn offer(&self) -> ToolOffer {
-        let ids: Vec<ToolId> = self.tools().collect();
-        let paused = {
-            let core = self.lock();
-            core.halt.map(|reason| (reason, core.cascade.event.clone()))
-        };
-        if let Some((reason, event)) = paused {
-            let event = event.filter(|_| matches!(reason, PauseReason::Systemic { .. }));
+    /// UNAVAILABLE, which are listed with the reason; while paused, none. One view: the
+    /// answer is consistent.
+    pub(crate) fn build(view: View<'_>) -> Self {
+        let engine = view.engine;
+        if let Some(reason) = engine.halt() {
             return ToolOffer {
                 offered: Vec::new(),
-                withheld: vec![ModelNote::for_pause(reason, event.as_ref())],
+                withheld: vec![ModelNote::for_pause(reason, engine.pausing_event(), None)],
             };
         }
         let mut offer = ToolOffer {
             offered: Vec::new(),
             withheld: Vec::new(),
         };
-        for id in ids {
-            let Some(name) = self.tool_name(id) else {
-                continue;
-            };
-            let state = self.state(id);
-            let unavailable = self
-                .availability(id)
-                .is_some_and(|a| matches!(a, crate::precheck::Availability::Unavailable(_)));
-            let reason = match state {
-                Some(CircuitState::Open) => Some(SkipReason::Open),
-                Some(CircuitState::Closed) if unavailable => Some(SkipReason::Unavailable),
+        for (id, name, record) in view.records() {
+            let reason = match record.state() {
+                CircuitState::Open => Some(SkipReason::Open),
+                CircuitState::Closed if engine.gated(id) => Some(SkipReason::Unavailable),
                 _ => None,
             };
             match reason {
-                Some(reason) => offer
-                    .withheld
-                    .push(ModelNote::for_skip(&Skip::view(self, id, reason))),
+                Some(reason) => {
+                    let route = engine.routes(id).next().unwrap_or(Route::ScopeReduction);
+                    offer
+                        .withheld
+                        .push(ModelNote::for_route(view, id, reason, &route));
+                }
                 None => offer.offered.push(name.to_owned()),
             }
         }

@@ -4,14 +4,17 @@
 //!
 //! Routes borrow from the expeditor's map: walking them allocates nothing. Each tool's
 //! alternatives are visited once, so routing ends even when tools are each other's
-//! alternatives (R1.4).
+//! alternatives (R1.4). Whether an alternative is usable is read from a [`ToolView`]: the
+//! engine under its lock, or the lock-free mirror on the rejection path — never from the
+//! expeditor itself.
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
 use crate::capability::{AlternativeSpec, Degradation, Severity};
-use crate::expeditor::{Expeditor, ToolId, ToolSlot};
+use crate::id::ToolId;
+use crate::registry::ToolDef;
 
 /// One way to get the work done while a tool's circuit is OPEN.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,12 +102,29 @@ impl<'a> AlternativeRoute<'a> {
 
 /// The routes for an OPEN tool, best first (R4.1). Yields the usable alternatives, then the
 /// fallback, then scope reduction.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Routes<'a> {
-    expeditor: &'a Expeditor,
-    slot: Option<&'a ToolSlot>,
+    view: &'a dyn ToolView,
+    def: Option<&'a ToolDef>,
     pass: Pass,
     index: usize,
+}
+
+impl fmt::Debug for Routes<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Routes")
+            .field("tool", &self.def.map(|d| d.spec.name()))
+            .field("pass", &self.pass)
+            .field("index", &self.index)
+            .finish()
+    }
+}
+
+/// Where routing reads whether a tool can take work now: not OPEN, not held back by a
+/// pre-call check (R4.1, R10.2).
+pub(crate) trait ToolView {
+    /// Whether `tool` may be routed to.
+    fn usable(&self, tool: ToolId) -> bool;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,11 +137,11 @@ enum Pass {
 }
 
 impl<'a> Routes<'a> {
-    pub(crate) fn new(expeditor: &'a Expeditor, slot: Option<&'a ToolSlot>) -> Self {
+    pub(crate) fn new(view: &'a dyn ToolView, def: Option<&'a ToolDef>) -> Self {
         Routes {
-            expeditor,
-            slot,
-            pass: if slot.is_some() {
+            view,
+            def,
+            pass: if def.is_some() {
                 Pass::Low
             } else {
                 Pass::Scope
@@ -138,8 +158,8 @@ impl<'a> Iterator for Routes<'a> {
         loop {
             match self.pass {
                 Pass::Low | Pass::High => {
-                    let slot = self.slot?;
-                    let specs = slot.spec.alternatives();
+                    let def = self.def?;
+                    let specs = def.spec.alternatives();
                     let Some(spec) = specs.get(self.index) else {
                         self.pass = if self.pass == Pass::Low {
                             Pass::High
@@ -149,24 +169,22 @@ impl<'a> Iterator for Routes<'a> {
                         self.index = 0;
                         continue;
                     };
-                    let tool = slot.alternatives[self.index];
+                    // Aligned with the spec's alternatives: one naming no tool is `None`.
+                    let tool = def.alternatives.get(self.index).copied().flatten();
                     self.index += 1;
                     if spec.degradation_ref().severity().is_high() != (self.pass == Pass::High) {
                         continue;
                     }
                     // An alternative whose own circuit is OPEN is passed over (R4.1).
                     // So is one a pre-call check found UNAVAILABLE (R10.2).
-                    let usable = self.expeditor.slot(tool).is_some_and(|alt| {
-                        alt.hot.state() != crate::CircuitState::Open && !alt.hot.is_gated()
-                    });
-                    if usable {
+                    if let Some(tool) = tool.filter(|&t| self.view.usable(t)) {
                         return Some(Route::Alternative(AlternativeRoute { tool, spec }));
                     }
                 }
                 Pass::Fallback => {
                     self.pass = Pass::Scope;
-                    if let Some(slot) = self.slot {
-                        let text = slot.spec.fallback_text();
+                    if let Some(def) = self.def {
+                        let text = def.spec.fallback_text();
                         if !text.trim().is_empty() {
                             return Some(Route::Fallback(text));
                         }

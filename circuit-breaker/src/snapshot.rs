@@ -5,17 +5,15 @@
 //! Restoring checks the whole snapshot first and changes nothing unless all of it is valid:
 //! never a half-restored state.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
 use crate::breaker::BreakerRecord;
 use crate::budget::Budget;
-use crate::capability::{MapErrors, ToolSpec, check_tool};
-use crate::cascade::{Cascade, SystemicEvent};
-use crate::event::Event;
-use crate::expeditor::{Core, Expeditor, PauseReason, ToolId};
+use crate::capability::{MapErrors, ToolSpec};
+use crate::cascade::SystemicEvent;
 
 /// The format tag every snapshot carries.
 pub const SNAPSHOT_FORMAT: &str = "circuit-breaker/snapshot";
@@ -114,130 +112,30 @@ impl fmt::Display for RestoreError {
 
 impl std::error::Error for RestoreError {}
 
-impl Expeditor {
-    /// Replaces every record by the snapshot's (fresh CLOSED for tools it does not name);
-    /// epochs move on so that no ticket issued before the restore matches a record after it.
-    fn apply_records(&self, core: &mut Core, snapshot: &Snapshot) {
-        for record in &mut core.records {
-            let epoch = record.epoch.wrapping_add(1);
-            *record = BreakerRecord {
-                epoch,
-                ..BreakerRecord::default()
-            };
-        }
-        for tool in &snapshot.tools {
-            let Some(&id) = core.names.get(tool.spec.name()) else {
-                continue;
-            };
-            let record = &mut core.records[id.index() as usize];
-            let epoch = record.epoch;
-            *record = BreakerRecord {
-                probe: None,
-                epoch,
-                ..tool.breaker.clone()
-            };
-        }
-        for precheck in &mut core.prechecks {
-            precheck.result = None;
-        }
-        for (i, record) in core.records.iter().enumerate() {
-            if let Some(slot) = u32::try_from(i)
-                .ok()
-                .and_then(|i| self.slot(ToolId::from_index(i)))
-            {
-                slot.hot.reset_attempts(record.attempts_since_open);
-            }
-        }
-        self.sync_all(core);
-    }
-
-    /// Registers the snapshot's tools this expeditor does not know, with ids planned ahead so
-    /// that they may name each other as alternatives. Called after every check passed.
-    fn register_new_tools(&self, core: &mut Core, snapshot: &Snapshot) {
-        // All checked: apply. New tools first, with ids planned ahead so that they may
-        // name each other as alternatives.
-        let new: Vec<&ToolSnapshot> = snapshot
-            .tools
-            .iter()
-            .filter(|t| !core.names.contains_key(t.spec.name()))
-            .collect();
-        let first_new = core.records.len();
-        let planned: HashMap<&str, ToolId> = new
-            .iter()
-            .enumerate()
-            .filter_map(|(k, t)| {
-                let id = u32::try_from(first_new + k).ok()?;
-                Some((t.spec.name(), ToolId::from_index(id)))
-            })
-            .collect();
-        for tool in &new {
-            let alternatives: Box<[ToolId]> = tool
-                .spec
-                .alternatives()
-                .iter()
-                .filter_map(|a| {
-                    core.names
-                        .get(a.tool())
-                        .or_else(|| planned.get(a.tool()))
-                        .copied()
-                })
-                .collect();
-            self.push_tool(core, tool.spec.clone(), alternatives);
-        }
-    }
-
-    /// The whole state as a serializable value (R3.7). Probes in flight are not saved: a probe
-    /// belongs to the process that issued it, so a restored HALF-OPEN tool has its slot free.
-    pub fn snapshot(&self) -> Snapshot {
-        let core = self.lock();
-        let tools = core
-            .records
-            .iter()
-            .enumerate()
-            .filter_map(|(i, record)| {
-                let slot = self.slot(ToolId::from_index(u32::try_from(i).ok()?))?;
-                Some(ToolSnapshot {
-                    spec: slot.spec.clone(),
-                    breaker: self.record_view(ToolId::from_index(u32::try_from(i).ok()?), record),
-                })
-            })
-            .collect();
-        Snapshot {
-            format: SNAPSHOT_FORMAT.to_owned(),
-            version: SNAPSHOT_VERSION,
-            step: self.step(),
-            budget: core.budget.clone(),
-            systemic: core.cascade.event.clone(),
-            tools,
-        }
-    }
-
-    /// Restores a saved state (R3.7): every breaker, the budget and ledger, the step. Tools in
-    /// the snapshot that this expeditor does not know are registered with their saved spec;
-    /// known tools keep the spec they have now; known tools absent from the snapshot start
-    /// fresh (CLOSED). If this expeditor's budget differs from the saved one, the ledger is
-    /// charged again against the current budget.
+impl Snapshot {
+    /// Checks everything a snapshot can be checked for on its own: the format and version,
+    /// the budget's invariants, each breaker's, and that no tool appears twice. The specs of
+    /// tools the expeditor does not know are checked when it is restored.
     ///
     /// # Errors
-    /// A [`RestoreError`] when any part of the snapshot is invalid; then nothing changes.
-    pub fn restore(&self, snapshot: &Snapshot) -> Result<(), RestoreError> {
-        if snapshot.format != SNAPSHOT_FORMAT {
+    /// The first problem found, as a [`RestoreError`].
+    pub fn check(&self) -> Result<(), RestoreError> {
+        if self.format != SNAPSHOT_FORMAT {
             return Err(RestoreError::Format {
-                found: snapshot.format.clone(),
+                found: self.format.clone(),
             });
         }
-        if snapshot.version != SNAPSHOT_VERSION {
+        if self.version != SNAPSHOT_VERSION {
             return Err(RestoreError::Version {
-                found: snapshot.version,
+                found: self.version,
                 supported: SNAPSHOT_VERSION,
             });
         }
-        snapshot
-            .budget
+        self.budget
             .check()
             .map_err(|problem| RestoreError::Budget { problem })?;
         let mut seen = HashSet::new();
-        for tool in &snapshot.tools {
+        for tool in &self.tools {
             if !seen.insert(tool.spec.name()) {
                 return Err(RestoreError::DuplicateTool {
                     tool: tool.spec.name().to_owned(),
@@ -250,62 +148,6 @@ impl Expeditor {
                     problem,
                 })?;
         }
-        let mut budget = snapshot.budget.clone();
-        budget.rebase(self.policy().budget());
-        let halt = budget
-            .status()
-            .is_exhausted()
-            .then_some(PauseReason::BudgetExhausted {
-                consumed: budget.consumed,
-                limit: budget.limit,
-            });
-
-        let count = {
-            let mut core = self.lock();
-            // Check the unknown tools' specs against every name they may refer to.
-            let mut names = self.names_in_order(&core);
-            names.extend(snapshot.tools.iter().map(|t| t.spec.name()));
-            let mut errors = Vec::new();
-            for (index, tool) in snapshot.tools.iter().enumerate() {
-                if !core.names.contains_key(tool.spec.name()) {
-                    if tool.spec.name().trim().is_empty() {
-                        errors.push(crate::MapError::EmptyName { index });
-                    }
-                    check_tool(&tool.spec, index, &names, &mut errors);
-                }
-            }
-            if !errors.is_empty() {
-                return Err(RestoreError::Map(MapErrors(errors)));
-            }
-            self.register_new_tools(&mut core, snapshot);
-            self.apply_records(&mut core, snapshot);
-            core.budget = budget;
-            core.cascade = Cascade::default();
-            core.shares = None;
-            let mut halt = halt;
-            if let Some(event) = &snapshot.systemic {
-                core.cascade.involved = event
-                    .tools
-                    .iter()
-                    .filter_map(|t| core.names.get(t.as_str()).copied())
-                    .collect();
-                if !event.recovered {
-                    halt = Some(PauseReason::Systemic {
-                        category: event.category,
-                    });
-                }
-                core.cascade.event = Some(event.clone());
-            }
-            core.halt = halt;
-            core.deferred = None;
-            self.set_step(snapshot.step);
-            self.sync_all(&core);
-            snapshot.tools.len()
-        };
-        self.emit(&[Event::Restored {
-            tools: count,
-            step: snapshot.step,
-        }]);
         Ok(())
     }
 }
@@ -424,26 +266,5 @@ impl Snapshot {
             path: path.to_owned(),
             message: e.to_string(),
         })
-    }
-}
-
-#[cfg(feature = "json")]
-impl Expeditor {
-    /// Saves the whole state to `path`, durably (see [`Snapshot::save`]).
-    ///
-    /// # Errors
-    /// [`SnapshotFileError::Io`] when the file cannot be written.
-    pub fn save(&self, path: impl AsRef<std::path::Path>) -> Result<(), SnapshotFileError> {
-        self.snapshot().save(path)
-    }
-
-    /// Restores the whole state from a file written by [`save`](Self::save); nothing changes
-    /// unless the whole file is a valid snapshot for this expeditor.
-    ///
-    /// # Errors
-    /// A [`SnapshotFileError`] saying what is wrong with the file.
-    pub fn restore_from(&self, path: impl AsRef<std::path::Path>) -> Result<(), SnapshotFileError> {
-        let snapshot = Snapshot::load(path)?;
-        self.restore(&snapshot).map_err(SnapshotFileError::Restore)
     }
 }

@@ -76,14 +76,3 @@ impl fmt::Display for UnknownTool {
 }
 
 impl std::error::Error for UnknownTool {}
-
-impl Expeditor {
-    /// Whether this expeditor's first tools are exactly `T`'s, in order, so that `T`'s ids
-    /// name the right breakers.
-    pub fn serves<T: ToolSet>(&self) -> bool {
-        T::ALL.iter().all(|&t| {
-            let id: ToolId = t.into();
-            self.tool_name(id) == Some(t.name())
-        })
-    }
-}

@@ -10,9 +10,8 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use circuit_breaker::{
-    Budget, CallError, CircuitState, Event, Freshness, PauseReason, PauseReport, RefusalReason,
-    RouteKind, Routed, ScopeError, ScopeReport, StateTable, SystemicEvent, Task, Timestamp,
-    WorkStatus,
+    Budget, CallError, CircuitState, Event, Freshness, PauseReason, PauseReport, RouteKind, Routed,
+    ScopeError, ScopeReport, SkipReason, StateTable, SystemicEvent, Task, Timestamp, WorkStatus,
 };
 use serde::Serialize;
 
@@ -500,7 +499,7 @@ impl Agent<'_> {
         if Self::halted(expeditor.paused()) {
             return Ok(false);
         }
-        let scope = expeditor.scope(&self.task);
+        let scope = expeditor.reduce_scope(&self.task);
         let deferred: Vec<usize> = scope.deferred.iter().map(|d| d.number).collect();
         // After the last sub-task the final report shows the scope.
         if deferred != self.last_deferred && more {
@@ -655,7 +654,7 @@ impl Agent<'_> {
                 Ok(None)
             }
             Err(CallError::Refused(refusal)) => {
-                let paused = matches!(refusal.reason, RefusalReason::Paused { .. });
+                let paused = matches!(refusal.reason, SkipReason::Paused { .. });
                 let kind = if paused { "PAUSE " } else { "SKIP  " };
                 self.say(format!("    {kind} {}", refusal.note))?;
                 self.note(

@@ -1,0 +1,1197 @@
+//! The engine: the whole state machine of the decision layer as one plain value (DESIGN "The
+//! layers"). Breakers, the failure budget and its ledger, cascade detection, pre-call checks,
+//! scope deferrals and freshness, with `&mut self` commands that return a verdict and write
+//! down what changed ([`Changes`]): events for the hook, and which tools' lock-free mirror
+//! must be published again.
+//!
+//! There is no lock and no atomic in here. The expeditor (`expeditor.rs`) owns the one
+//! engine behind one mutex; its `publish` is the only writer of the mirror. Time comes in as
+//! arguments (the agent's `step`, the wall clock's `now`), so every command is deterministic
+//! and the model-based test drives the engine directly.
+//!
+//! Two cells of a tool's state are kept outside the engine, in the mirror, because the
+//! lock-free paths write them: the attempts counted on an OPEN tool by the rejection path
+//! (passed in to [`Engine::decide`], reset through [`Changes`]) and the tool's last success
+//! (written by `Ticket::success`). Views of a record ([`crate::mirror::View`]) fill both in.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::breaker::{
+    BreakerRecord, CircuitState, SuccessMark, Transition, Verdict as Breaker, Via,
+};
+use crate::budget::{Budget, BudgetStatus, LedgerEntry};
+use crate::capability::{MapError, MapErrors, ToolSpec, check_tool};
+use crate::cascade::{Cascade, SystemicEvent, backoff_interval, category_of};
+use crate::clock::Timestamp;
+use crate::event::Event;
+use crate::failure::{Failure, FailureCategory};
+use crate::freshness::{Freshness, FreshnessProfile, FreshnessTracker, Observation};
+use crate::id::ToolId;
+use crate::policy::Policy;
+use crate::precheck::{Availability, Precheck};
+use crate::registry::ToolDef;
+use crate::route::{Route, Routes, ToolView};
+use crate::scope::{Deferral, ScopeError, ScopeLine, ScopeReport, Task, ToolStanding, WorkStatus};
+use crate::snapshot::{RestoreError, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, Snapshot};
+
+/// The most tools one expeditor holds.
+pub(crate) const MAX_TOOLS: usize = (u32::MAX - 1) as usize;
+
+/// Why every call is paused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum PauseReason {
+    /// The failure budget of this cycle is spent (R3.4, R7.3).
+    BudgetExhausted {
+        /// Failures charged.
+        consumed: u32,
+        /// The budget.
+        limit: u32,
+    },
+    /// Correlated circuits opened: a systemic failure (R9.2). Every call pauses until
+    /// [`Expeditor::confirm_recovery`](crate::Expeditor::confirm_recovery).
+    Systemic {
+        /// The category the failures share, if they share one.
+        category: Option<FailureCategory>,
+    },
+    /// Every remaining sub-task is deferred (R5.4).
+    NothingAchievable,
+}
+
+/// Why a tool is not called: the reason of a [`Skip`](crate::Skip) and of a
+/// [`Refusal`](crate::Refusal) (one enum for both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum SkipReason {
+    /// Its circuit is OPEN and no probe is due.
+    Open,
+    /// It is HALF-OPEN and another caller holds its one probe (R3.6).
+    ProbeInFlight,
+    /// The id or name is not a tool of this expeditor.
+    UnknownTool,
+    /// A pre-call check found it UNAVAILABLE, or it is not in the allowed-tools list (R10.2).
+    Unavailable,
+    /// The sub-task being worked on is deferred (R5.3).
+    Deferred,
+    /// Every call is paused. Never the reason of a `Skip` (a pause is a
+    /// [`Decision::Pause`](crate::Decision::Pause)); a refusal of a guarded call gives it.
+    Paused {
+        /// Why.
+        pause: PauseReason,
+    },
+}
+
+/// What the engine says before a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    Call,
+    Probe(u64),
+    Skip(SkipReason),
+    Pause(PauseReason),
+}
+
+/// What recording a failure did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Recorded {
+    /// The tool's state after the failure.
+    pub state: CircuitState,
+    /// Its consecutive failures after the failure.
+    pub consecutive_failures: u32,
+    /// Whether this failure opened (or re-opened) the circuit.
+    pub opened: bool,
+    /// The budget after the failure.
+    pub budget: BudgetStatus,
+    /// Whether every call now pauses.
+    pub paused: bool,
+}
+
+/// Which tools' mirror a command changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) enum Dirty {
+    /// None (the pause flag is published anyway).
+    #[default]
+    None,
+    /// One tool.
+    One(ToolId),
+    /// Every tool.
+    All,
+}
+
+/// What one engine command changed: the events it gives the hook (after the lock is
+/// released), the tools whose mirror is stale, and the mirror-owned cells it resets.
+#[derive(Debug, Default)]
+pub(crate) struct Changes {
+    pub(crate) events: Vec<Event>,
+    pub(crate) dirty: Dirty,
+    /// Tools registered by the command, in id order: the mirror gets a slot for each.
+    pub(crate) registered: Vec<(ToolId, Arc<ToolDef>)>,
+    /// Attempt counters to set (a circuit just opened, or a record was restored).
+    pub(crate) attempts: Vec<(ToolId, u32)>,
+    /// Last successes to set (a record was restored).
+    pub(crate) successes: Vec<(ToolId, Option<SuccessMark>)>,
+    /// The step to set (a snapshot was restored).
+    pub(crate) step: Option<u64>,
+}
+
+impl Changes {
+    pub(crate) fn touch(&mut self, tool: ToolId) {
+        self.dirty = match self.dirty {
+            Dirty::None => Dirty::One(tool),
+            Dirty::One(t) if t == tool => Dirty::One(t),
+            _ => Dirty::All,
+        };
+    }
+
+    pub(crate) fn touch_all(&mut self) {
+        self.dirty = Dirty::All;
+    }
+}
+
+/// The sub-task being worked on, when it is deferred: its tools are refused (R5.3).
+#[derive(Debug, Clone)]
+struct DeferredWork {
+    number: usize,
+    tools: Vec<ToolId>,
+}
+
+/// The state machine. See the module documentation.
+#[derive(Debug)]
+pub(crate) struct Engine {
+    policy: Policy,
+    defs: Vec<Arc<ToolDef>>,
+    names: HashMap<Box<str>, ToolId>,
+    records: Vec<BreakerRecord>,
+    prechecks: Vec<Precheck>,
+    budget: Budget,
+    halt: Option<PauseReason>,
+    cascade: Cascade,
+    freshness: FreshnessTracker,
+    cycle_started_at: Timestamp,
+    allowed: Option<Vec<String>>,
+    deferred: Option<DeferredWork>,
+    /// Each tool's share of the backoff cap along its chains of routes (R9.5); `None` when
+    /// who is backing off has changed since it was computed.
+    shares: Option<Vec<u32>>,
+}
+
+impl ToolView for Engine {
+    fn usable(&self, tool: ToolId) -> bool {
+        let i = tool.index() as usize;
+        self.records
+            .get(i)
+            .is_some_and(|r| r.state != CircuitState::Open)
+            && self.prechecks.get(i).is_some_and(|p| !p.gated())
+    }
+}
+
+impl Engine {
+    /// An engine with no tools, its first cycle starting at `now`.
+    pub(crate) fn new(policy: Policy, now: Timestamp) -> Self {
+        Engine {
+            policy,
+            defs: Vec::new(),
+            names: HashMap::new(),
+            records: Vec::new(),
+            prechecks: Vec::new(),
+            budget: Budget::new(policy.budget()),
+            halt: None,
+            cascade: Cascade::default(),
+            freshness: FreshnessTracker::default(),
+            cycle_started_at: now,
+            allowed: None,
+            deferred: None,
+            shares: None,
+        }
+    }
+
+    // ----- queries ---------------------------------------------------------------------
+
+    pub(crate) fn policy(&self) -> Policy {
+        self.policy
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub(crate) fn id(&self, name: &str) -> Option<ToolId> {
+        self.names.get(name).copied()
+    }
+
+    pub(crate) fn def(&self, tool: ToolId) -> Option<&Arc<ToolDef>> {
+        self.defs.get(tool.index() as usize)
+    }
+
+    pub(crate) fn name(&self, tool: ToolId) -> Option<&str> {
+        self.def(tool).map(|d| d.spec.name())
+    }
+
+    /// The engine's own record of a tool (the mirror-owned cells not filled in).
+    pub(crate) fn record(&self, tool: ToolId) -> Option<&BreakerRecord> {
+        self.records.get(tool.index() as usize)
+    }
+
+    pub(crate) fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
+    pub(crate) fn halt(&self) -> Option<PauseReason> {
+        self.halt
+    }
+
+    pub(crate) fn systemic_event(&self) -> Option<&SystemicEvent> {
+        self.cascade.event.as_ref()
+    }
+
+    /// The systemic event behind the pause, when that is why every call is paused.
+    pub(crate) fn pausing_event(&self) -> Option<&SystemicEvent> {
+        self.systemic_event()
+            .filter(|_| matches!(self.halt, Some(PauseReason::Systemic { .. })))
+    }
+
+    pub(crate) fn cycle_started_at(&self) -> Timestamp {
+        self.cycle_started_at
+    }
+
+    pub(crate) fn deferred_subtask(&self) -> Option<usize> {
+        self.deferred.as_ref().map(|d| d.number)
+    }
+
+    /// Whether every decide must take the slow path: a pause or a deferred sub-task.
+    pub(crate) fn needs_slow_path(&self) -> bool {
+        self.halt.is_some() || self.deferred.is_some()
+    }
+
+    /// Whether a tool is held back by a pre-call check or the allowed-tools list.
+    pub(crate) fn gated(&self, tool: ToolId) -> bool {
+        self.prechecks
+            .get(tool.index() as usize)
+            .is_some_and(Precheck::gated)
+    }
+
+    pub(crate) fn availability(&self, tool: ToolId) -> Option<Availability> {
+        self.prechecks
+            .get(tool.index() as usize)
+            .map(Precheck::availability)
+    }
+
+    pub(crate) fn precheck_due(&self, tool: ToolId) -> bool {
+        self.prechecks
+            .get(tool.index() as usize)
+            .is_some_and(|p| p.result.is_none() && !p.disallowed)
+    }
+
+    /// The routes of an OPEN tool as the engine sees it (R4.1).
+    pub(crate) fn routes(&self, tool: ToolId) -> Routes<'_> {
+        Routes::new(self, self.def(tool).map(|d| &**d))
+    }
+
+    /// The names of every tool, in registration order.
+    fn names_in_order(&self) -> Vec<&str> {
+        self.defs.iter().map(|d| d.spec.name()).collect()
+    }
+
+    // ----- registration ----------------------------------------------------------------
+
+    /// Registers `specs` in order. Their alternatives may name tools already known or any
+    /// tool of the batch (ids are planned ahead); an alternative naming no tool stays in
+    /// place, unresolved, and is never routed to. Checking the specs is the caller's.
+    pub(crate) fn register(&mut self, specs: Vec<ToolSpec>, changes: &mut Changes) -> Vec<ToolId> {
+        let first = self.records.len();
+        let room = MAX_TOOLS.saturating_sub(first);
+        let specs: Vec<ToolSpec> = specs.into_iter().take(room).collect();
+        let planned: HashMap<&str, ToolId> = specs
+            .iter()
+            .enumerate()
+            .filter_map(|(k, s)| {
+                let id = u32::try_from(first + k).ok()?;
+                Some((s.name(), ToolId::from_index(id)))
+            })
+            .collect();
+        let defs: Vec<ToolDef> = specs
+            .iter()
+            .map(|spec| {
+                ToolDef::new(spec.clone(), &self.policy, |name| {
+                    self.names.get(name).or_else(|| planned.get(name)).copied()
+                })
+            })
+            .collect();
+        drop(planned);
+        let mut ids = Vec::with_capacity(defs.len());
+        for def in defs {
+            let Ok(index) = u32::try_from(self.records.len()) else {
+                break;
+            };
+            let id = ToolId::from_index(index);
+            let def = Arc::new(def);
+            let name = def.spec.name();
+            self.names.entry(name.into()).or_insert(id);
+            let disallowed = self
+                .allowed
+                .as_ref()
+                .is_some_and(|allowed| !allowed.iter().any(|a| a == name));
+            self.prechecks.push(Precheck {
+                result: None,
+                disallowed,
+            });
+            if def.spec.is_caching() {
+                self.freshness.set_profile(
+                    name,
+                    FreshnessProfile {
+                        caches: true,
+                        source: None,
+                    },
+                );
+            }
+            self.records.push(BreakerRecord::default());
+            self.defs.push(Arc::clone(&def));
+            changes.registered.push((id, def));
+            changes.touch(id);
+            ids.push(id);
+        }
+        self.shares = None;
+        ids
+    }
+
+    /// Registers a tool found at run time (R2.4, B6), checked like a map entry (R1.4).
+    pub(crate) fn discover(
+        &mut self,
+        spec: ToolSpec,
+        changes: &mut Changes,
+    ) -> Result<ToolId, MapErrors> {
+        if let Some(id) = self.id(spec.name()) {
+            let same = self.def(id).is_some_and(|d| d.spec == spec);
+            return if same {
+                Ok(id)
+            } else {
+                Err(MapErrors(vec![MapError::DuplicateTool {
+                    tool: spec.name().to_owned(),
+                    first: id.index() as usize,
+                    index: self.records.len(),
+                }]))
+            };
+        }
+        let mut errors = Vec::new();
+        let index = self.records.len();
+        if spec.name().trim().is_empty() {
+            errors.push(MapError::EmptyName { index });
+        }
+        if index >= MAX_TOOLS {
+            errors.push(MapError::TooManyTools { limit: MAX_TOOLS });
+        }
+        check_tool(&spec, index, &self.names_in_order(), &mut errors);
+        if !errors.is_empty() {
+            return Err(MapErrors(errors));
+        }
+        let name = spec.name().to_owned();
+        let id = self.register(vec![spec], changes);
+        changes.events.push(Event::ToolDiscovered { tool: name });
+        id.first()
+            .copied()
+            .ok_or(MapErrors(vec![MapError::TooManyTools { limit: MAX_TOOLS }]))
+    }
+
+    // ----- decide and record -----------------------------------------------------------
+
+    /// Before a call (R3.1). `attempt` counts this attempt on an OPEN tool in the mirror's
+    /// counter and returns the count; it is asked only when the tool is OPEN and nothing
+    /// pauses or defers it.
+    pub(crate) fn decide(
+        &mut self,
+        tool: ToolId,
+        step: u64,
+        attempt: impl FnOnce() -> u32,
+        changes: &mut Changes,
+    ) -> Verdict {
+        let i = tool.index() as usize;
+        if i >= self.records.len() {
+            return Verdict::Skip(SkipReason::UnknownTool);
+        }
+        if let Some(reason) = self.halt {
+            return Verdict::Pause(reason);
+        }
+        if self
+            .deferred
+            .as_ref()
+            .is_some_and(|d| d.tools.contains(&tool))
+        {
+            return Verdict::Skip(SkipReason::Deferred);
+        }
+        let gated = self.prechecks[i].gated();
+        if gated && self.records[i].state == CircuitState::Closed {
+            // UNAVAILABLE: routed without a call and without charging the budget; an OPEN
+            // tool still reaches HALF-OPEN below when its probe is due.
+            return Verdict::Skip(SkipReason::Unavailable);
+        }
+        let interval = self.probe_interval(tool);
+        let settings = self.defs[i].settings;
+        let record = &mut self.records[i];
+        if record.state == CircuitState::Open {
+            record.attempts_since_open = attempt().saturating_sub(1);
+        }
+        let (verdict, transition) = record.decide(settings, interval, step);
+        if let Some(t) = transition {
+            changes.touch(tool);
+            changes
+                .events
+                .push(transition_event(&self.defs[i], record, t));
+        }
+        match verdict {
+            Breaker::Call => Verdict::Call,
+            Breaker::Probe(epoch) => Verdict::Probe(epoch),
+            Breaker::SkipOpen => Verdict::Skip(SkipReason::Open),
+            Breaker::SkipProbeInFlight => Verdict::Skip(SkipReason::ProbeInFlight),
+        }
+    }
+
+    /// Records a success (R3.3) that the mirror could not absorb: the tool had failures, or
+    /// this is a probe, or the circuit is not CLOSED.
+    pub(crate) fn succeed(&mut self, tool: ToolId, via: Via, changes: &mut Changes) {
+        let i = tool.index() as usize;
+        let Some(record) = self.records.get_mut(i) else {
+            return;
+        };
+        // The last success is the mirror's cell (written by the ticket); only the transition
+        // is the engine's.
+        let transition = record.succeed(via);
+        changes.touch(tool);
+        if let Some(t) = transition {
+            // A tool that recovers only shortens the chains it was in: the shares computed
+            // before still keep every chain within the cap, so they are kept (R9.5).
+            changes
+                .events
+                .push(transition_event(&self.defs[i], record, t));
+            // A tool that recovered is checked again before it is held back (R10.3).
+            if t == Transition::Closed && self.prechecks[i].gated() {
+                self.prechecks[i].result = None;
+            }
+        }
+        let recovered = record.state == CircuitState::Closed && record.consecutive_failures == 0;
+        let name = self.defs[i].spec.name();
+        // Failures held as possibly systemic were this tool's own after all (R9.4).
+        if recovered && self.budget.has_pending(name) && self.budget.settle(name) {
+            self.exhaust(changes);
+        }
+    }
+
+    /// Records a failure (R3.3): consecutive failures + 1, last failure kept, budget charged,
+    /// threshold checked, cascades detected (R9).
+    pub(crate) fn fail(
+        &mut self,
+        tool: ToolId,
+        via: Via,
+        failure: Failure,
+        step: u64,
+        now: Timestamp,
+        changes: &mut Changes,
+    ) -> Recorded {
+        let i = tool.index() as usize;
+        if i >= self.records.len() {
+            return Recorded {
+                state: CircuitState::Closed,
+                consecutive_failures: 0,
+                opened: false,
+                budget: self.budget.status(),
+                paused: self.halt.is_some(),
+            };
+        }
+        let def = Arc::clone(&self.defs[i]);
+        let name = def.spec.name();
+        let during_event = self.cascade.active();
+        let category = failure.category();
+        // A failure matching an OPEN circuit's category may be part of a systemic event:
+        // it is held uncharged until that is known (R9.4). Only a CLOSED tool's failure can
+        // open a circuit that starts an event; a failed probe or a late call on an OPEN tool
+        // is charged as usual (R3.2).
+        let pending = during_event
+            || (self.policy.cascade_detection()
+                && self.records[i].state == CircuitState::Closed
+                && category != FailureCategory::Other
+                && self.records.iter().enumerate().any(|(j, r)| {
+                    j != i && r.state != CircuitState::Closed && category_of(r) == Some(category)
+                }));
+        let exhausted_now = self
+            .budget
+            .charge(name, failure.clone(), step, now, pending);
+        if during_event {
+            self.cascade.join(tool, name);
+            self.budget.absorb_last();
+        }
+        let settings = crate::breaker::Settings {
+            threshold: self.prechecks[i].threshold(def.settings.threshold),
+            ..def.settings
+        };
+        let record = &mut self.records[i];
+        let transition = record.fail(via, settings, now, step, failure);
+        changes.touch(tool);
+        let opened = matches!(transition, Some(Transition::Opened | Transition::Reopened));
+        if opened {
+            changes.attempts.push((tool, record.attempts_since_open));
+        }
+        if let Some(t) = transition {
+            changes.events.push(transition_event(&def, record, t));
+        }
+        // Only a circuit leaving CLOSED can start a cascade: a failed probe re-opens a tool
+        // already counted (and, after a confirmed recovery, is the backoff at work).
+        if transition == Some(Transition::Opened)
+            && !during_event
+            && self.policy.cascade_detection()
+        {
+            let window = self.policy.cascade_window();
+            if let Some(involved) = self.cascade.on_open(tool, &self.records, step, window) {
+                self.start_systemic(involved, step, now, changes);
+            }
+        }
+        if exhausted_now {
+            self.exhaust(changes);
+        }
+        let record = &self.records[i];
+        Recorded {
+            state: record.state,
+            consecutive_failures: record.consecutive_failures,
+            opened,
+            budget: self.budget.status(),
+            paused: self.halt.is_some(),
+        }
+    }
+
+    /// A probe ticket dropped unrecorded frees the half-open slot.
+    pub(crate) fn cancel(&mut self, tool: ToolId, via: Via, changes: &mut Changes) {
+        let i = tool.index() as usize;
+        let Some(record) = self.records.get_mut(i) else {
+            return;
+        };
+        if let Some(t) = record.cancel(via) {
+            changes.touch(tool);
+            changes
+                .events
+                .push(transition_event(&self.defs[i], record, t));
+        }
+    }
+
+    /// The budget is spent: pause every call (R3.4), unless a pause is already in force.
+    fn exhaust(&mut self, changes: &mut Changes) {
+        let status = self.budget.status();
+        if self.halt.is_none() && status.is_exhausted() {
+            self.halt = Some(PauseReason::BudgetExhausted {
+                consumed: status.consumed,
+                limit: status.limit,
+            });
+            changes.events.push(Event::BudgetExhausted {
+                consumed: status.consumed,
+                limit: status.limit,
+            });
+        }
+    }
+
+    /// A systemic failure (R9.2): every call pauses, the involved failures are charged once
+    /// (R9.4), and every pre-call check is due again (R10.3).
+    fn start_systemic(
+        &mut self,
+        involved: Vec<ToolId>,
+        step: u64,
+        now: Timestamp,
+        changes: &mut Changes,
+    ) {
+        let names: Vec<&str> = self.defs.iter().map(|d| d.spec.name()).collect();
+        let event = self
+            .cascade
+            .start(involved, &self.records, &names, step, now)
+            .clone();
+        let runs: Vec<(&str, u32)> = self
+            .cascade
+            .involved
+            .iter()
+            .filter_map(|id| {
+                let record = self.records.get(id.index() as usize)?;
+                Some((
+                    *names.get(id.index() as usize)?,
+                    record.consecutive_failures,
+                ))
+            })
+            .collect();
+        let line = LedgerEntry {
+            tool: event.tools.join(", "),
+            failure: Failure::with_category(
+                event.to_string(),
+                event.category.unwrap_or(FailureCategory::Other),
+            ),
+            step,
+            at: now,
+            charged: true,
+            pending: false,
+            systemic: false,
+        };
+        self.budget.fold(&runs, line);
+        // The systemic pause takes over from a budget pause: the fold may have refunded it.
+        self.halt = Some(PauseReason::Systemic {
+            category: event.category,
+        });
+        for precheck in &mut self.prechecks {
+            precheck.result = None;
+        }
+        changes.touch_all();
+        changes.events.push(Event::Systemic {
+            pattern: event.pattern.clone(),
+            cause: event.cause().to_owned(),
+            tools: event.tools.clone(),
+        });
+    }
+
+    /// The user confirms that the infrastructure behind a systemic failure is fixed (R9.3).
+    pub(crate) fn confirm_recovery(
+        &mut self,
+        step: u64,
+        changes: &mut Changes,
+    ) -> Option<SystemicEvent> {
+        if !self.cascade.active() {
+            return None;
+        }
+        for id in self.cascade.involved.clone() {
+            if let Some(record) = self.records.get_mut(id.index() as usize)
+                && record.state != CircuitState::Closed
+            {
+                record.backoff = 1;
+                record.opened_at_step = Some(step);
+                record.attempts_since_open = 0;
+                changes.attempts.push((id, 0));
+            }
+        }
+        for precheck in &mut self.prechecks {
+            precheck.result = None;
+        }
+        // The backoff shares (R9.5) of who backs off now, kept until the next recovery.
+        self.shares = Some(self.chain_shares());
+        let event = self.cascade.event.as_mut().map(|e| {
+            e.recovered = true;
+            e.clone()
+        });
+        if matches!(self.halt, Some(PauseReason::Systemic { .. })) {
+            self.halt = None;
+        }
+        changes.events.push(Event::RecoveryConfirmed);
+        self.exhaust(changes);
+        changes.touch_all();
+        event
+    }
+
+    /// The probe interval in force for `tool`: the policy's, or after a cascade the
+    /// backed-off one (R9.5). Along any chain of routes (a tool and the alternatives it
+    /// routes to, each visited once) the intervals of the tools backing off add up to at
+    /// most the cap: each such tool gets at most an equal share of the cap for the longest
+    /// chain it is part of (never less than its base interval). The shares are computed once
+    /// per change of who is backing off, not on every decide.
+    fn probe_interval(&mut self, tool: ToolId) -> u32 {
+        let cap = self.policy.backoff_cap();
+        let i = tool.index() as usize;
+        let Some(level) = self.records.get(i).map(|r| r.backoff) else {
+            return Policy::DEFAULT_PROBE_EVERY;
+        };
+        let base = self.defs[i].settings.probe_every;
+        if level == 0 {
+            return base;
+        }
+        if self.shares.is_none() {
+            self.shares = Some(self.chain_shares());
+        }
+        let share = self
+            .shares
+            .as_ref()
+            .and_then(|s| s.get(i).copied())
+            .unwrap_or(cap);
+        backoff_interval(base, level, cap).min(share.max(base))
+    }
+
+    /// For every tool backing off after a cascade, the cap divided by the size of the longest
+    /// chain of backing-off tools it belongs to. One walk per backing-off tool, each visiting
+    /// every tool at most once.
+    fn chain_shares(&self) -> Vec<u32> {
+        let cap = self.policy.backoff_cap();
+        let n = self.records.len();
+        let backing: Vec<bool> = self
+            .records
+            .iter()
+            .map(|r| r.backoff > 0 && r.state != CircuitState::Closed)
+            .collect();
+        let mut longest = vec![0usize; n];
+        let mut seen = vec![usize::MAX; n];
+        let mut stack = Vec::new();
+        let mut members = Vec::new();
+        for head in (0..n).filter(|&h| backing[h]) {
+            members.clear();
+            stack.push(head);
+            seen[head] = head;
+            while let Some(x) = stack.pop() {
+                if backing[x] {
+                    members.push(x);
+                }
+                for alt in self.defs[x].alternative_ids().map(|a| a.index() as usize) {
+                    if alt < n && seen[alt] != head {
+                        seen[alt] = head;
+                        stack.push(alt);
+                    }
+                }
+            }
+            for &m in &members {
+                longest[m] = longest[m].max(members.len());
+            }
+        }
+        longest
+            .into_iter()
+            .map(|len| match u32::try_from(len) {
+                Ok(0) => cap,
+                Ok(len) => cap / len,
+                Err(_) => 1,
+            })
+            .collect()
+    }
+
+    /// Starts a new cycle (R7.4).
+    pub(crate) fn new_cycle(&mut self, now: Timestamp, changes: &mut Changes) -> u64 {
+        self.budget.next_cycle();
+        self.cycle_started_at = now;
+        if matches!(
+            self.halt,
+            Some(PauseReason::BudgetExhausted { .. } | PauseReason::NothingAchievable)
+        ) {
+            self.halt = None;
+        }
+        self.deferred = None;
+        let cycle = self.budget.cycle();
+        changes.events.push(Event::CycleStarted { cycle });
+        cycle
+    }
+
+    // ----- pre-call checks (R10) -------------------------------------------------------
+
+    /// Records a check's result; `false` for an unknown tool.
+    pub(crate) fn record_precheck(
+        &mut self,
+        tool: ToolId,
+        availability: Availability,
+        changes: &mut Changes,
+    ) -> bool {
+        let i = tool.index() as usize;
+        let Some(precheck) = self.prechecks.get_mut(i) else {
+            return false;
+        };
+        let changed = precheck.availability() != availability;
+        precheck.result = Some(availability);
+        changes.touch(tool);
+        if changed {
+            changes.events.push(Event::AvailabilityChanged {
+                tool: self.defs[i].spec.name().to_owned(),
+                availability: precheck.availability().to_string(),
+            });
+        }
+        true
+    }
+
+    /// Only these tools may be called (R10.1).
+    pub(crate) fn allow_only(&mut self, allowed: Vec<String>, changes: &mut Changes) {
+        for (precheck, def) in self.prechecks.iter_mut().zip(&self.defs) {
+            precheck.disallowed = !allowed.iter().any(|a| a == def.spec.name());
+        }
+        self.allowed = Some(allowed);
+        changes.touch_all();
+    }
+
+    /// Forgets every cached check.
+    pub(crate) fn invalidate_prechecks(&mut self, changes: &mut Changes) {
+        for precheck in &mut self.prechecks {
+            precheck.result = None;
+        }
+        changes.touch_all();
+    }
+
+    // ----- freshness (R6) --------------------------------------------------------------
+
+    pub(crate) fn observe(
+        &mut self,
+        tool: ToolId,
+        observation: Observation,
+        now: Timestamp,
+    ) -> Freshness {
+        let Some(def) = self.defs.get(tool.index() as usize) else {
+            return Freshness::Unknown;
+        };
+        self.freshness
+            .observe(def.spec.name(), observation, now, self.cycle_started_at)
+    }
+
+    pub(crate) fn contradict(&mut self, tool: ToolId, args: u64) -> Option<Freshness> {
+        let def = self.defs.get(tool.index() as usize)?;
+        self.freshness.contradict(def.spec.name(), args)
+    }
+
+    pub(crate) fn set_freshness_profile(
+        &mut self,
+        tool: ToolId,
+        profile: FreshnessProfile,
+    ) -> bool {
+        let Some(def) = self.defs.get(tool.index() as usize) else {
+            return false;
+        };
+        self.freshness.set_profile(def.spec.name(), profile);
+        true
+    }
+
+    // ----- scope (R5) ------------------------------------------------------------------
+
+    /// The scope now (R5.1, R5.2), without acting on it.
+    pub(crate) fn scope_report(&self, task: &Task) -> ScopeReport {
+        let paused = match self.halt {
+            Some(PauseReason::BudgetExhausted { .. }) => Some((
+                "paused: failure budget exhausted".to_owned(),
+                "resume in the next cycle, with a new budget.".to_owned(),
+            )),
+            Some(PauseReason::Systemic { .. }) => Some((
+                "paused: systemic failure".to_owned(),
+                format!(
+                    "resume once recovery from the {} issue is confirmed.",
+                    self.cascade
+                        .event
+                        .as_ref()
+                        .map_or("infrastructure", |e| e.cause())
+                ),
+            )),
+            Some(PauseReason::NothingAchievable) | None => None,
+        };
+        let mut lines = Vec::new();
+        let mut deferred = Vec::new();
+        for (i, sub) in task.subtasks().iter().enumerate() {
+            let number = i + 1;
+            let mut tools = Vec::new();
+            let mut blocker: Option<(String, String, String)> = None;
+            for name in &sub.needs {
+                let (standing, why) = self.standing(name, paused.is_some());
+                if let (None, Some((reason, unblock))) = (&blocker, why) {
+                    blocker = Some((name.clone(), reason, unblock));
+                }
+                tools.push(standing);
+            }
+            let done = sub.status == WorkStatus::Done;
+            if !done
+                && blocker.is_none()
+                && let Some((reason, unblock)) = &paused
+            {
+                blocker = Some((
+                    sub.needs.first().cloned().unwrap_or_default(),
+                    reason.clone(),
+                    unblock.clone(),
+                ));
+            }
+            let achievable = done || blocker.is_none();
+            if let (false, Some((tool, reason, unblock))) = (achievable, blocker) {
+                deferred.push(Deferral {
+                    number,
+                    blocked_by: tool,
+                    reason,
+                    unblock,
+                });
+            }
+            lines.push(ScopeLine {
+                number,
+                title: sub.title.clone(),
+                achievable,
+                status: sub.status.clone(),
+                tools,
+            });
+        }
+        ScopeReport { lines, deferred }
+    }
+
+    /// Where one needed tool stands, and why it blocks when it does. `paused`: a budget or
+    /// systemic pause is in force, so no route is taken either.
+    fn standing(&self, name: &str, paused: bool) -> (ToolStanding, Option<(String, String)>) {
+        let Some(id) = self.id(name) else {
+            // Not known yet: it gets its state on first use, CLOSED (R2.4).
+            let standing = ToolStanding {
+                tool: name.to_owned(),
+                state: CircuitState::Closed,
+                blocks: false,
+                note: None,
+            };
+            return (standing, None);
+        };
+        let i = id.index() as usize;
+        let record = &self.records[i];
+        let precheck = &self.prechecks[i];
+        let def = &self.defs[i];
+        let fallback = def.spec.fallback_text();
+        let via = self.routes(id).find_map(|r| match r {
+            Route::Alternative(alt) => Some(alt.name().to_owned()),
+            _ => None,
+        });
+        let has_alternatives = !def.alternatives.is_empty();
+        let mut standing = ToolStanding {
+            tool: name.to_owned(),
+            state: record.state(),
+            blocks: false,
+            note: None,
+        };
+        let blocked = |standing: &mut ToolStanding, note: String, reason: &str, unblock: String| {
+            standing.blocks = true;
+            standing.note = Some(note);
+            Some((reason.to_owned(), unblock))
+        };
+        let or_fallback = |first: &str| format!("{first}\nor {fallback}.");
+        let why = match record.state() {
+            CircuitState::Closed if precheck.gated() => {
+                if let Some(alt) = via {
+                    standing.note = Some(if paused {
+                        "paused".to_owned()
+                    } else {
+                        format!("UNAVAILABLE — via {alt}")
+                    });
+                    None
+                } else {
+                    let availability = precheck.availability();
+                    let reason = availability.reason().unwrap_or("").to_owned();
+                    blocked(
+                        &mut standing,
+                        format!("UNAVAILABLE — {reason}"),
+                        "UNAVAILABLE",
+                        or_fallback("will check it again before the next call"),
+                    )
+                }
+            }
+            CircuitState::Closed => None,
+            CircuitState::HalfOpen => {
+                standing.note = Some("probing".to_owned());
+                None
+            }
+            CircuitState::Open => match via {
+                Some(alt) => {
+                    standing.note = Some(if paused {
+                        "paused".to_owned()
+                    } else {
+                        format!("via {alt}")
+                    });
+                    None
+                }
+                None => blocked(
+                    &mut standing,
+                    if has_alternatives {
+                        "alternatives unavailable".to_owned()
+                    } else {
+                        "no alternative".to_owned()
+                    },
+                    "circuit OPEN",
+                    or_fallback("will probe on next cycle"),
+                ),
+            },
+        };
+        (standing, why)
+    }
+
+    /// Acts on the scope (R5.4): when every remaining sub-task is deferred, every call
+    /// pauses; when work is achievable again, that pause lifts. Returns the report it acted
+    /// on.
+    pub(crate) fn reduce_scope(&mut self, task: &Task, changes: &mut Changes) -> ScopeReport {
+        let report = self.scope_report(task);
+        if report.nothing_achievable() {
+            if self.halt.is_none() {
+                self.halt = Some(PauseReason::NothingAchievable);
+            }
+        } else if self.halt == Some(PauseReason::NothingAchievable) {
+            self.halt = None;
+        }
+        changes.touch_all();
+        report
+    }
+
+    /// Starts work on sub-task `number` (R5.3): the scope is reduced first, then the
+    /// sub-task is refused when it is deferred, and its tools are refused with it.
+    pub(crate) fn begin_subtask(
+        &mut self,
+        task: &Task,
+        number: usize,
+        changes: &mut Changes,
+    ) -> Result<(), ScopeError> {
+        let count = task.subtasks().len();
+        let Some(sub) = number.checked_sub(1).and_then(|i| task.subtasks().get(i)) else {
+            return Err(ScopeError::NoSuchSubTask { number, count });
+        };
+        let report = self.reduce_scope(task, changes);
+        match report.deferred.into_iter().find(|d| d.number == number) {
+            None => {
+                self.deferred = None;
+                Ok(())
+            }
+            Some(deferral) => {
+                let tools = sub.needs.iter().filter_map(|n| self.id(n)).collect();
+                self.deferred = Some(DeferredWork { number, tools });
+                changes.events.push(Event::SubTaskDeferred {
+                    number,
+                    reason: format!("requires {} ({})", deferral.blocked_by, deferral.reason),
+                });
+                Err(ScopeError::Deferred(deferral))
+            }
+        }
+    }
+
+    /// Ends work on the current sub-task.
+    pub(crate) fn end_subtask(&mut self, changes: &mut Changes) {
+        self.deferred = None;
+        changes.touch_all();
+    }
+
+    // ----- snapshots (R3.7, B3) ----------------------------------------------------------
+
+    /// The whole state; `record` gives each tool's record with the mirror's cells filled in.
+    pub(crate) fn snapshot(
+        &self,
+        step: u64,
+        record: impl Fn(ToolId) -> Option<BreakerRecord>,
+    ) -> Snapshot {
+        let tools = self
+            .defs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, def)| {
+                let id = ToolId::from_index(u32::try_from(i).ok()?);
+                Some(crate::snapshot::ToolSnapshot {
+                    spec: def.spec.clone(),
+                    breaker: record(id)?,
+                })
+            })
+            .collect();
+        Snapshot {
+            format: SNAPSHOT_FORMAT.to_owned(),
+            version: SNAPSHOT_VERSION,
+            step,
+            budget: self.budget.clone(),
+            systemic: self.cascade.event.clone(),
+            tools,
+        }
+    }
+
+    /// Restores a saved state (R3.7); on error nothing changes.
+    pub(crate) fn restore(
+        &mut self,
+        snapshot: &Snapshot,
+        changes: &mut Changes,
+    ) -> Result<usize, RestoreError> {
+        snapshot.check()?;
+        let mut budget = snapshot.budget.clone();
+        budget.rebase(self.policy.budget());
+        let mut halt = budget
+            .status()
+            .is_exhausted()
+            .then_some(PauseReason::BudgetExhausted {
+                consumed: budget.consumed,
+                limit: budget.limit,
+            });
+        // Check the unknown tools' specs against every name they may refer to.
+        let mut names = self.names_in_order();
+        names.extend(snapshot.tools.iter().map(|t| t.spec.name()));
+        let mut errors = Vec::new();
+        for (index, tool) in snapshot.tools.iter().enumerate() {
+            if self.id(tool.spec.name()).is_none() {
+                if tool.spec.name().trim().is_empty() {
+                    errors.push(MapError::EmptyName { index });
+                }
+                check_tool(&tool.spec, index, &names, &mut errors);
+            }
+        }
+        if !errors.is_empty() {
+            return Err(RestoreError::Map(MapErrors(errors)));
+        }
+        drop(names);
+        // All checked: apply. New tools first, with ids planned ahead so that they may name
+        // each other as alternatives.
+        let new: Vec<ToolSpec> = snapshot
+            .tools
+            .iter()
+            .filter(|t| self.id(t.spec.name()).is_none())
+            .map(|t| t.spec.clone())
+            .collect();
+        self.register(new, changes);
+        // Every record replaced by the snapshot's (fresh CLOSED for tools it does not name);
+        // epochs move on so that no ticket issued before the restore matches a record after.
+        for record in &mut self.records {
+            let epoch = record.epoch.wrapping_add(1);
+            *record = BreakerRecord {
+                epoch,
+                ..BreakerRecord::default()
+            };
+        }
+        let mut successes: Vec<Option<SuccessMark>> = vec![None; self.records.len()];
+        for tool in &snapshot.tools {
+            let Some(id) = self.id(tool.spec.name()) else {
+                continue;
+            };
+            let i = id.index() as usize;
+            let epoch = self.records[i].epoch;
+            successes[i] = tool.breaker.last_success;
+            self.records[i] = BreakerRecord {
+                probe: None,
+                epoch,
+                last_success: None,
+                ..tool.breaker.clone()
+            };
+        }
+        for (i, (record, success)) in self.records.iter().zip(successes).enumerate() {
+            let Ok(index) = u32::try_from(i) else { break };
+            let id = ToolId::from_index(index);
+            changes.attempts.push((id, record.attempts_since_open));
+            changes.successes.push((id, success));
+        }
+        for precheck in &mut self.prechecks {
+            precheck.result = None;
+        }
+        self.budget = budget;
+        self.cascade = Cascade::default();
+        self.shares = None;
+        if let Some(event) = &snapshot.systemic {
+            self.cascade.involved = event.tools.iter().filter_map(|t| self.id(t)).collect();
+            if !event.recovered {
+                halt = Some(PauseReason::Systemic {
+                    category: event.category,
+                });
+            }
+            self.cascade.event = Some(event.clone());
+        }
+        self.halt = halt;
+        self.deferred = None;
+        changes.step = Some(snapshot.step);
+        changes.touch_all();
+        changes.events.push(Event::Restored {
+            tools: snapshot.tools.len(),
+            step: snapshot.step,
+        });
+        Ok(snapshot.tools.len())
+    }
+}
+
+/// The event of a transition.
+fn transition_event(def: &ToolDef, record: &BreakerRecord, t: Transition) -> Event {
+    let tool = def.spec.name().to_owned();
+    let message = || {
+        record
+            .last_failure
+            .as_ref()
+            .map(|m| m.failure.message().to_owned())
+            .unwrap_or_default()
+    };
+    match t {
+        Transition::Opened => Event::Opened {
+            tool,
+            consecutive_failures: record.consecutive_failures,
+            message: message(),
+        },
+        Transition::Reopened => Event::Reopened {
+            tool,
+            consecutive_failures: record.consecutive_failures,
+            message: message(),
+        },
+        Transition::HalfOpened => Event::HalfOpened { tool },
+        Transition::Closed => Event::Closed { tool },
+        Transition::ProbeReleased => Event::ProbeReleased { tool },
+    }
+}

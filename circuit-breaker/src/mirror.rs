@@ -1,0 +1,346 @@
+//! The lock-free mirror of the engine, read by the healthy path and the rejection path (B5).
+//!
+//! Per tool, one word packs the state, the pre-call gate, the backoff flag and the
+//! consecutive failures (0 means CLOSED with no failure: callable, and a success changes
+//! nothing). The word and the opening step are written only by [`Mirror::publish`], under the
+//! engine's lock, from the engine's state; nothing else writes them.
+//!
+//! Two more cells per tool are the lock-free paths' own, because they change on paths that
+//! take no lock:
+//! - the attempt counter of an OPEN tool, counted by the rejection path (an increment) and
+//!   set by `publish` only when the engine says so (the circuit opened, a record was
+//!   restored);
+//! - the last success (step and wall time), written by `Ticket::success` the first time a
+//!   tool succeeds in a step, and by `publish` only on restore. The engine never keeps it.
+//!
+//! [`View`] joins the engine's record with these two cells: reports and snapshots read a
+//! tool through it.
+
+use std::sync::{Arc, OnceLock};
+
+use crate::breaker::{BreakerRecord, CircuitState, STATE_MASK, Settings, SuccessMark};
+use crate::clock::Timestamp;
+use crate::engine::{Changes, Dirty, Engine};
+use crate::id::ToolId;
+use crate::policy::ProbeUnit;
+use crate::registry::ToolDef;
+use crate::route::ToolView;
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+/// The word's bit for a tool held back by a pre-call check.
+const GATED: u32 = 0b100;
+/// The word's bit for a breaker backing off after a cascade (its interval needs the lock).
+const BACKOFF: u32 = 0b1000;
+/// The word's state bits of an OPEN breaker.
+const OPEN_BITS: u32 = 1;
+/// The success step before any success.
+const NEVER: u64 = u64::MAX;
+
+/// One tool's cells.
+#[derive(Debug)]
+pub(crate) struct Hot {
+    word: AtomicU32,
+    /// The step the circuit opened at (for probes counted in steps).
+    opened_at: AtomicU64,
+    /// Attempts since the circuit opened (see the module documentation).
+    attempts: AtomicU32,
+    /// The latest step with a success, and the wall time of the first success in it.
+    success_step: AtomicU64,
+    success_at: AtomicU64,
+}
+
+/// What a lock-free look at an OPEN breaker says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OpenCheck {
+    /// No probe due: skip without the lock.
+    Skip,
+    /// A probe may be due, or the breaker is not simply OPEN: take the lock. `Some(n)` when
+    /// this attempt was already counted as the `n`th.
+    Slow(Option<u32>),
+}
+
+impl Hot {
+    fn new() -> Self {
+        Hot {
+            word: AtomicU32::new(0),
+            opened_at: AtomicU64::new(0),
+            attempts: AtomicU32::new(0),
+            success_step: AtomicU64::new(NEVER),
+            success_at: AtomicU64::new(0),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn state(&self) -> CircuitState {
+        CircuitState::from_bits(self.word.load(Ordering::Acquire))
+    }
+
+    /// CLOSED and not held back by a pre-call check: a decide may answer CALL at once.
+    #[inline]
+    pub(crate) fn is_callable(&self) -> bool {
+        self.word.load(Ordering::Acquire) & (STATE_MASK | GATED) == 0
+    }
+
+    /// Held back by a pre-call check (UNAVAILABLE) or by the allowed-tools list.
+    #[inline]
+    fn is_gated(&self) -> bool {
+        self.word.load(Ordering::Acquire) & GATED != 0
+    }
+
+    /// The rejection path (R3.1): an OPEN breaker, not gated, not backing off after a
+    /// cascade, whose probe is not due, is skipped without the lock and without allocating.
+    #[inline]
+    pub(crate) fn check_open(&self, settings: Settings, step: u64) -> OpenCheck {
+        if self.word.load(Ordering::Acquire) & (STATE_MASK | GATED | BACKOFF) != OPEN_BITS {
+            return OpenCheck::Slow(None);
+        }
+        match settings.probe_unit {
+            ProbeUnit::Attempts => {
+                let n = self.count_attempt();
+                if n < settings.probe_every {
+                    OpenCheck::Skip
+                } else {
+                    OpenCheck::Slow(Some(n))
+                }
+            }
+            ProbeUnit::Steps => {
+                let due = self
+                    .opened_at
+                    .load(Ordering::Acquire)
+                    .saturating_add(u64::from(settings.probe_every));
+                if step < due {
+                    OpenCheck::Skip
+                } else {
+                    OpenCheck::Slow(None)
+                }
+            }
+        }
+    }
+
+    /// Counts one more attempt on an OPEN breaker; returns the count.
+    pub(crate) fn count_attempt(&self) -> u32 {
+        self.attempts
+            .fetch_add(1, Ordering::AcqRel)
+            .saturating_add(1)
+    }
+
+    /// The healthy success (B5): on a CLOSED tool with no failure, a success changes only
+    /// the last-success cell, once per step. Returns `false` when the engine must record it
+    /// (failures to reset, or not CLOSED). `now` is read only when the step is new.
+    #[inline]
+    pub(crate) fn absorb_success(&self, step: u64, now: impl FnOnce() -> Timestamp) -> bool {
+        if self.word.load(Ordering::Acquire) != 0 {
+            return false;
+        }
+        self.stamp_success(step, now);
+        true
+    }
+
+    /// Writes the last success, the first time a tool succeeds in `step`.
+    #[inline]
+    pub(crate) fn stamp_success(&self, step: u64, now: impl FnOnce() -> Timestamp) {
+        if self.success_step.load(Ordering::Acquire) != step {
+            self.stamp_success_slow(step, now());
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn stamp_success_slow(&self, step: u64, now: Timestamp) {
+        self.success_at.store(now.as_millis(), Ordering::Release);
+        self.success_step.store(step, Ordering::Release);
+    }
+
+    fn last_success(&self) -> Option<SuccessMark> {
+        let step = self.success_step.load(Ordering::Acquire);
+        (step != NEVER).then(|| SuccessMark {
+            at: Timestamp::from_millis(self.success_at.load(Ordering::Acquire)),
+            step,
+        })
+    }
+
+    fn publish(&self, record: &BreakerRecord, gated: bool) {
+        let failures = record.consecutive_failures.min(u32::MAX >> 4);
+        let gate = if gated { GATED } else { 0 };
+        let backoff = if record.backoff > 0 { BACKOFF } else { 0 };
+        self.opened_at
+            .store(record.opened_at_step.unwrap_or(0), Ordering::Release);
+        self.word.store(
+            (failures << 4) | backoff | gate | record.state.bits(),
+            Ordering::Release,
+        );
+    }
+}
+
+/// A registered tool as the lock-free paths see it.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    pub(crate) def: Arc<ToolDef>,
+    pub(crate) hot: Hot,
+}
+
+/// First chunk holds 16 tools, each next chunk twice as many: indices up to `u32::MAX` fit.
+const FIRST_CHUNK_BITS: u32 = 4;
+const CHUNKS: usize = 29;
+
+/// The mirror: an append-only table of slots readable without a lock (a slot never moves
+/// once written, so the healthy path reaches it with two atomic loads), and the pause flag.
+pub(crate) struct Mirror {
+    chunks: [OnceLock<Box<[OnceLock<Slot>]>>; CHUNKS],
+    /// A pause or a deferred sub-task is in force: every decide takes the slow path.
+    halted: AtomicBool,
+}
+
+impl std::fmt::Debug for Mirror {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mirror").finish_non_exhaustive()
+    }
+}
+
+impl Mirror {
+    pub(crate) fn new() -> Self {
+        Mirror {
+            chunks: [const { OnceLock::new() }; CHUNKS],
+            halted: AtomicBool::new(false),
+        }
+    }
+
+    #[inline]
+    fn locate(index: u32) -> (usize, usize) {
+        let i = u64::from(index) + (1 << FIRST_CHUNK_BITS);
+        let bit = i.ilog2();
+        let chunk = (bit - FIRST_CHUNK_BITS) as usize;
+        #[allow(clippy::cast_possible_truncation)] // offset < 2^32 by construction
+        let offset = (i - (1 << bit)) as usize;
+        (chunk, offset)
+    }
+
+    #[inline]
+    pub(crate) fn get(&self, tool: ToolId) -> Option<&Slot> {
+        let (chunk, offset) = Self::locate(tool.index());
+        self.chunks[chunk].get()?.get(offset)?.get()
+    }
+
+    #[inline]
+    pub(crate) fn halted(&self) -> bool {
+        self.halted.load(Ordering::Acquire)
+    }
+
+    /// Publishes what a command changed. Called under the engine's lock, after the command:
+    /// the one writer of the mirror.
+    pub(crate) fn publish(&self, engine: &Engine, changes: &Changes) {
+        for (id, def) in &changes.registered {
+            self.insert(*id, Arc::clone(def));
+        }
+        let write = |tool: ToolId| {
+            if let (Some(slot), Some(record)) = (self.get(tool), engine.record(tool)) {
+                slot.hot.publish(record, engine.gated(tool));
+            }
+        };
+        match changes.dirty {
+            Dirty::None => {}
+            Dirty::One(tool) => write(tool),
+            Dirty::All => (0..engine.len())
+                .filter_map(|i| u32::try_from(i).ok())
+                .for_each(|i| write(ToolId::from_index(i))),
+        }
+        for &(tool, attempts) in &changes.attempts {
+            if let Some(slot) = self.get(tool) {
+                slot.hot.attempts.store(attempts, Ordering::Release);
+            }
+        }
+        for &(tool, success) in &changes.successes {
+            if let Some(slot) = self.get(tool) {
+                let (step, at) = success.map_or((NEVER, 0), |s| (s.step, s.at.as_millis()));
+                slot.hot.success_at.store(at, Ordering::Release);
+                slot.hot.success_step.store(step, Ordering::Release);
+            }
+        }
+        self.halted
+            .store(engine.needs_slow_path(), Ordering::Release);
+    }
+
+    /// Writes slot `tool`; called under the engine's lock, in id order.
+    fn insert(&self, tool: ToolId, def: Arc<ToolDef>) {
+        let (chunk, offset) = Self::locate(tool.index());
+        let cells = self.chunks[chunk].get_or_init(|| {
+            (0..(1usize << (chunk + FIRST_CHUNK_BITS as usize)))
+                .map(|_| OnceLock::new())
+                .collect()
+        });
+        // Ids are handed out once, under the lock, so the cell is empty.
+        let _ = cells[offset].set(Slot {
+            def,
+            hot: Hot::new(),
+        });
+    }
+}
+
+impl ToolView for Mirror {
+    fn usable(&self, tool: ToolId) -> bool {
+        self.get(tool)
+            .is_some_and(|s| s.hot.state() != CircuitState::Open && !s.hot.is_gated())
+    }
+}
+
+/// The engine with the mirror's cells filled in: what reports and snapshots read.
+#[derive(Clone, Copy)]
+pub(crate) struct View<'a> {
+    pub(crate) engine: &'a Engine,
+    pub(crate) mirror: &'a Mirror,
+}
+
+impl View<'_> {
+    /// A tool's whole record (R2.1): the engine's, with the attempts counted on the lock-free
+    /// path and the last success.
+    pub(crate) fn record(&self, tool: ToolId) -> Option<BreakerRecord> {
+        let mut record = self.engine.record(tool)?.clone();
+        if let Some(slot) = self.mirror.get(tool) {
+            if record.state == CircuitState::Open {
+                record.attempts_since_open = slot.hot.attempts.load(Ordering::Acquire);
+            }
+            record.last_success = slot.hot.last_success();
+        }
+        Some(record)
+    }
+
+    /// Every tool's record, in registration order, with its name.
+    pub(crate) fn records(&self) -> impl Iterator<Item = (ToolId, &str, BreakerRecord)> + '_ {
+        (0..self.engine.len())
+            .filter_map(|i| u32::try_from(i).ok().map(ToolId::from_index))
+            .filter_map(|id| Some((id, self.engine.name(id)?, self.record(id)?)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_locate_every_index_once() {
+        assert_eq!(Mirror::locate(0), (0, 0));
+        assert_eq!(Mirror::locate(15), (0, 15));
+        assert_eq!(Mirror::locate(16), (1, 0));
+        assert_eq!(Mirror::locate(47), (1, 31));
+        assert_eq!(Mirror::locate(48), (2, 0));
+        let (chunk, _) = Mirror::locate(u32::MAX);
+        assert!(chunk < CHUNKS);
+    }
+
+    #[test]
+    fn hot_word_packs_state_and_count() {
+        let hot = Hot::new();
+        let mut r = BreakerRecord::default();
+        hot.publish(&r, false);
+        assert!(hot.is_callable());
+        assert!(hot.absorb_success(0, || Timestamp::from_secs(1)));
+        assert_eq!(hot.last_success().map(|s| s.step), Some(0));
+        r.consecutive_failures = 1;
+        hot.publish(&r, false);
+        assert!(hot.is_callable() && !hot.absorb_success(0, || Timestamp::EPOCH));
+        r.state = CircuitState::Open;
+        hot.publish(&r, true);
+        assert_eq!(hot.state(), CircuitState::Open);
+        assert!(hot.is_gated() && !hot.is_callable());
+    }
+}

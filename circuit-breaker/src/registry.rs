@@ -1,0 +1,49 @@
+//! A registered tool as the decision layer sees it: its spec, its alternatives resolved to
+//! ids, and its breaker settings. Immutable once made, shared by the engine and the lock-free
+//! mirror.
+
+use crate::breaker::Settings;
+use crate::capability::ToolSpec;
+use crate::id::ToolId;
+use crate::policy::Policy;
+
+/// One tool's definition.
+#[derive(Debug)]
+pub(crate) struct ToolDef {
+    pub(crate) spec: ToolSpec,
+    /// One entry per [`ToolSpec::alternatives`], in the same order: the id of the tool it
+    /// names, or `None` when it names no tool (never routed to). Kept aligned by index, so an
+    /// alternative that names no tool can never shift the others (a misroute).
+    pub(crate) alternatives: Box<[Option<ToolId>]>,
+    pub(crate) settings: Settings,
+}
+
+impl ToolDef {
+    /// Resolves `spec` under `policy`, naming alternatives through `resolve`.
+    pub(crate) fn new(
+        spec: ToolSpec,
+        policy: &Policy,
+        resolve: impl Fn(&str) -> Option<ToolId>,
+    ) -> Self {
+        let alternatives = spec
+            .alternatives()
+            .iter()
+            .map(|a| resolve(a.tool()))
+            .collect();
+        let settings = Settings {
+            threshold: spec.threshold_override().unwrap_or(policy.threshold()),
+            probe_every: spec.probe_every_override().unwrap_or(policy.probe_every()),
+            probe_unit: policy.probe_unit(),
+        };
+        ToolDef {
+            spec,
+            alternatives,
+            settings,
+        }
+    }
+
+    /// The ids of the alternatives that name a tool.
+    pub(crate) fn alternative_ids(&self) -> impl Iterator<Item = ToolId> + '_ {
+        self.alternatives.iter().flatten().copied()
+    }
+}
