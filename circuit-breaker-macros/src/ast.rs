@@ -247,6 +247,14 @@ fn parse_tool(attr: ToolAttribute, method: &ImplItemFn, errors: &mut Accumulator
         },
         _ => quote!(&self),
     };
+    for cfg in method.attrs.iter().filter(|a| a.path().is_ident("cfg")) {
+        errors.push(
+            Error::custom(
+                "a tool cannot be compiled conditionally: the tool enum, the capability map and the guarded handle list it either way; put the `#[cfg(..)]` on the whole impl block, or give the tool a body that reports the feature missing as an error",
+            )
+            .with_span(cfg.path()),
+        );
+    }
     if let syn::Safety::Unsafe(token) = &sig.safety {
         errors.push(
             Error::custom(
