@@ -6,13 +6,17 @@
 //! output captured in a `Vec<u8>`. Before comparing with `tests/golden/agent_*.txt`, what
 //! differs from run to run is normalised: wall-clock timestamps, the temporary directory,
 //! the search server's port. Nothing else varies: the faults are real but deterministic
-//! (`--flaky` draws from a seeded PRNG). `UPDATE_GOLDEN=1` rewrites the files.
+//! (`--flaky` draws from a seeded PRNG). A missing golden file fails; `UPDATE_GOLDEN=1`
+//! (exactly) rewrites the files. `tests/readme_output.rs` ties README.md's real-output block
+//! to `agent_break_bash.txt`: a change here that is intended means a fresh run pasted there.
 
 #[path = "../examples/agent/agent.rs"]
 mod agent;
 mod common;
 #[path = "../examples/agent/faults.rs"]
 mod faults;
+#[path = "common/run_output.rs"]
+mod run_output;
 #[path = "../examples/agent/search_server.rs"]
 mod search_server;
 #[path = "../examples/agent/workspace.rs"]
@@ -22,10 +26,10 @@ use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 
 use circuit_breaker::{FailureCategory, PauseReason};
-use regex::Regex;
 
 use agent::Outcome;
 use faults::Options;
+use run_output::normalise;
 
 /// One scenario at a time: each spawns shells and (for `--break bash`) keeps a CPU busy for
 /// the length of the Bash timeout; in parallel they would only slow each other down.
@@ -42,25 +46,6 @@ fn run(args: &[&str]) -> (String, Outcome) {
     (String::from_utf8(out).expect("UTF-8 output"), outcome)
 }
 
-/// What changes from run to run, replaced by fixed text of the same length where it sits in
-/// a table (so columns stay aligned), else by a name in angle brackets.
-fn normalise(text: &str) -> String {
-    // RFC 3339 timestamps: whole seconds in the text, milliseconds in JSON.
-    let millis = Regex::new(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z").unwrap();
-    let seconds = Regex::new(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z").unwrap();
-    let text = millis.replace_all(text, "YYYY-MM-DDThh:mm:ss.mmmZ");
-    let text = seconds.replace_all(&text, "YYYY-MM-DDThh:mm:ssZ");
-    // The run's temporary directory: <temp dir>/circuit-breaker-agent-<pid>-<n>.
-    let temp = std::env::temp_dir();
-    let temp = regex::escape(temp.to_string_lossy().trim_end_matches('/'));
-    let run_dir = Regex::new(&format!(r"{temp}/circuit-breaker-agent-\d+-\d+")).unwrap();
-    let text = run_dir.replace_all(&text, "$$TMPDIR/circuit-breaker-agent-<pid>-<n>");
-    // The search server's port, chosen by the OS.
-    let port = Regex::new(r"127\.0\.0\.1:\d+").unwrap();
-    let text = port.replace_all(&text, "127.0.0.1:<port>");
-    text.trim_end_matches('\n').to_owned()
-}
-
 /// The workspace directory the run printed.
 fn workspace_of(output: &str) -> PathBuf {
     let line = output
@@ -74,14 +59,20 @@ fn workspace_of(output: &str) -> PathBuf {
 fn normalise_replaces_only_what_varies() {
     let temp = std::env::temp_dir();
     let text = format!(
-        "| 2026-11-30T07:35:03Z x |\n\"at\": \"2026-11-30T07:35:03.123Z\"\n{}/circuit-breaker-agent-123-4/workspace\nhttp://127.0.0.1:40123/search\ntimeout after 1s\n",
+        "| 2026-11-30T07:35:03Z x |\n\"at\": \"2026-11-30T07:35:03.123Z\"\n{}/circuit-breaker-agent-123-4/workspace\nhttp://127.0.0.1:40123/search\ntimeout after 1s\nWorkspace: /var/tmp/x/circuit-breaker-agent-9-0/workspace (copy)\n",
         temp.display()
     );
+    let normalised = normalise(&text);
     assert_eq!(
-        normalise(&text),
+        normalised,
         "| YYYY-MM-DDThh:mm:ssZ x |\n\"at\": \"YYYY-MM-DDThh:mm:ss.mmmZ\"\n\
          $TMPDIR/circuit-breaker-agent-<pid>-<n>/workspace\nhttp://127.0.0.1:<port>/search\n\
-         timeout after 1s"
+         timeout after 1s\nWorkspace: $TMPDIR/circuit-breaker-agent-<pid>-<n>/workspace (copy)"
+    );
+    assert_eq!(
+        normalise(&normalised),
+        normalised,
+        "normalising twice changes nothing"
     );
 }
 

@@ -7,9 +7,9 @@ mod common;
 use std::time::Duration;
 
 use circuit_breaker::{
-    CallError, CapabilityMap, Expeditor, Freshness, FreshnessProfile, Labelled, ModelNote,
-    Observation, PauseReason, Policy, Refusal, RouteKind, SkipReason, StaleCache, Timestamp,
-    ToolId, ToolSpec, digest, serve_stale,
+    CallError, CapabilityMap, Dated, Expeditor, Freshness, FreshnessProfile, Labelled, ManualClock,
+    ModelNote, Observation, PauseReason, Policy, Refusal, RouteKind, SkipReason, StaleCache,
+    Timestamp, ToolId, ToolSpec, digest, serve_stale, toolbox,
 };
 use common::{T0, clock, expeditor_with, id, seed_map};
 
@@ -474,4 +474,154 @@ fn r6_2_caching_is_part_of_the_tool_spec() {
     assert!(expeditor.is_caching(id(&expeditor, "WebSearch")));
     let plain = expeditor_with(seed_map(), Policy::default(), &clock());
     assert!(!plain.is_caching(id(&plain, "WebSearch")));
+}
+
+/// A page with the time its data is from (or none known).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Page {
+    body: String,
+    modified: Option<Timestamp>,
+}
+
+impl Dated for Page {
+    fn data_time(&self) -> Option<Timestamp> {
+        self.modified
+    }
+}
+
+/// Tools with no freshness key at all (`freshness`, `caches`, `serve_stale`): a `Dated`
+/// output is still dated (R6.3), a plain one is left alone.
+struct Pages {
+    modified: std::cell::Cell<Option<Timestamp>>,
+    fetch_down: std::cell::Cell<bool>,
+}
+
+#[toolbox(policy(threshold = 1, budget = 10, probe_every = 10))]
+impl Pages {
+    #[tool(
+        provides = "fetch a web page",
+        alternatives(mirror(method = "fetch the page from a mirror", via = fetch_from_mirror)),
+        fallback = "ask the user to paste the page"
+    )]
+    fn fetch(&self, url: &str) -> std::io::Result<Page> {
+        if self.fetch_down.get() {
+            return Err(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        }
+        Ok(self.page(url))
+    }
+
+    fn fetch_from_mirror(&self, url: &str) -> std::io::Result<Page> {
+        self.mirror(url)
+    }
+
+    #[tool(
+        provides = "a mirror of the web",
+        fallback = "ask the user to paste the page"
+    )]
+    fn mirror(&self, url: &str) -> std::io::Result<Page> {
+        Ok(self.page(url))
+    }
+
+    #[tool(
+        provides = "a page as text",
+        fallback = "ask the user to paste the page"
+    )]
+    fn fetch_text(&self, url: &str) -> std::io::Result<String> {
+        Ok(self.page(url).body)
+    }
+
+    fn page(&self, url: &str) -> Page {
+        Page {
+            body: format!("contents of {url}"),
+            modified: self.modified.get(),
+        }
+    }
+}
+
+fn pages(modified: Option<Timestamp>) -> (GuardedPages, ManualClock) {
+    let clock = clock();
+    let pages = Pages {
+        modified: std::cell::Cell::new(modified),
+        fetch_down: std::cell::Cell::new(false),
+    };
+    let agent = GuardedPages::with_expeditor(pages, |b| b.clock(clock.clone()));
+    (agent, clock)
+}
+
+const URL: &str = "https://example.invalid/changelog";
+
+/// R6.3: a `#[tool]` with no freshness key whose `Dated` output is from before the current
+/// cycle comes back labelled STALE DATA, as the `Dated` docs promise; it is never presented
+/// as fresh.
+#[test]
+fn r6_3_bare_dated_output_is_labelled_stale() {
+    let yesterday = Timestamp::from_millis(T0.as_millis() - 86_400_000);
+    let (agent, _clock) = pages(Some(yesterday));
+    let routed = agent.fetch(URL).unwrap();
+    assert_eq!(
+        routed.freshness,
+        Freshness::Stale {
+            retrieved_at: yesterday
+        }
+    );
+    assert_eq!(
+        routed.freshness.to_string(),
+        "[STALE DATA — retrieved at 2026-11-29T07:35:03Z, may not reflect current state]"
+    );
+    assert!(routed.route.is_none());
+
+    // A value that came through an alternative's adapter is dated the same way.
+    agent.toolbox().fetch_down.set(true);
+    assert!(agent.fetch(URL).is_err());
+    let routed = agent.fetch(URL).unwrap();
+    assert_eq!(
+        routed.route.as_ref().map(|r| (r.kind, r.to.as_deref())),
+        Some((RouteKind::Alternative, Some("mirror")))
+    );
+    assert_eq!(
+        routed.freshness,
+        Freshness::Stale {
+            retrieved_at: yesterday
+        }
+    );
+    // And so is the alternative called directly.
+    assert!(agent.mirror(URL).unwrap().freshness.is_labelled());
+}
+
+/// R6.3: fresh data carries no label: a `Dated` value from the current cycle (also one from
+/// the very instant it began), one that does not know its date, and a value that is not
+/// `Dated` at all.
+#[test]
+fn r6_3_a_fresh_dated_output_carries_no_label() {
+    for modified in [
+        Some(T0),
+        Some(Timestamp::from_millis(T0.as_millis() + 10_000)),
+        None,
+    ] {
+        let (agent, _clock) = pages(modified);
+        let routed = agent.fetch(URL).unwrap();
+        assert_eq!(routed.freshness, Freshness::Fresh, "{modified:?}");
+        assert_eq!(routed.freshness.to_string(), "");
+    }
+    let (agent, _clock) = pages(Some(Timestamp::from_secs(0)));
+    let routed = agent.fetch_text(URL).unwrap();
+    assert_eq!(
+        routed.freshness,
+        Freshness::Fresh,
+        "a value that is not Dated is not dated"
+    );
+}
+
+/// R6.2 / R7.4: "older than the current task" follows the cycle: the same data, fresh in the
+/// cycle it was fetched in, is STALE DATA once a new cycle has begun.
+#[test]
+fn r6_3_a_dated_output_goes_stale_when_a_new_cycle_begins() {
+    let (agent, clock) = pages(Some(T0));
+    assert_eq!(agent.fetch(URL).unwrap().freshness, Freshness::Fresh);
+    clock.advance(Duration::from_secs(3600));
+    agent.expeditor().new_cycle();
+    assert_eq!(
+        agent.fetch(URL).unwrap().freshness,
+        Freshness::Stale { retrieved_at: T0 }
+    );
 }

@@ -1,330 +1,49 @@
-//! Parse phase: from the token streams to a model of the toolbox. Every mistake found here is
-//! collected into one `darling::Error`; the caller reports them all at once.
+//! Model phase: the toolbox as the later phases see it, built from the impl block and the
+//! attributes `attr` parsed. The shape of each tool method is analysed here, once: what the
+//! guarded handle's method copies (asyncness, generics, receiver, parameters, return type,
+//! docs) and what the checks need of every other method (name, receiver, asyncness, arity).
+//! A shape the handle cannot mirror is a spanned error here; nothing is left for `expand` to
+//! skip.
 
-use darling::ast::NestedMeta;
+use darling::Error;
 use darling::error::Accumulator;
-use darling::util::{Flag, SpannedValue};
-use darling::{Error, FromMeta};
 use proc_macro2::{Span, TokenStream};
+use quote::quote;
 use syn::spanned::Spanned;
 use syn::{
-    Attribute, Expr, FnArg, Ident, ImplItem, ImplItemFn, ItemImpl, Lit, Pat, Path, ReceiverKind,
+    Attribute, FnArg, Generics, Ident, ImplItem, ImplItemFn, ItemImpl, Pat, ReceiverKind,
     ReturnType, Type,
 };
 
-/// `#[toolbox(policy(..), crate = path)]`.
-#[derive(Debug, Default, FromMeta)]
-pub struct ToolboxArgs {
-    #[darling(default)]
-    pub policy: Option<PolicyArgs>,
-    #[darling(default, rename = "crate")]
-    pub krate: Option<Path>,
-}
-
-/// `policy(threshold = 3, budget = 5, probe_every = 3, probe_unit = "attempts")`.
-#[derive(Debug, Default, FromMeta)]
-pub struct PolicyArgs {
-    #[darling(default, with = count)]
-    pub threshold: Option<SpannedValue<u32>>,
-    #[darling(default, with = count)]
-    pub budget: Option<SpannedValue<u32>>,
-    #[darling(default, with = count)]
-    pub probe_every: Option<SpannedValue<u32>>,
-    pub probe_unit: Option<SpannedValue<String>>,
-}
-
-/// The arguments of one `#[tool(..)]`.
-#[derive(Debug, Default, FromMeta)]
-pub struct ToolArgs {
-    pub provides: Option<SpannedValue<String>>,
-    pub fallback: Option<SpannedValue<String>>,
-    #[darling(default)]
-    pub alternatives: Alternatives,
-    pub name: Option<SpannedValue<String>>,
-    #[darling(default, with = count)]
-    pub threshold: Option<SpannedValue<u32>>,
-    #[darling(default, with = count)]
-    pub probe_every: Option<SpannedValue<u32>>,
-    /// `caches`: the tool's documentation says it caches; results are UNVERIFIED (R6.2).
-    pub caches: Flag,
-    /// `freshness` or `freshness(source = "filesystem")`: outputs are compared with the last
-    /// one for the same arguments (R6.2); `source` names what may change under the tool, for
-    /// the CACHED RESULT label.
-    #[darling(default)]
-    pub freshness: FreshnessArg,
-    /// `serve_stale`: while OPEN, answer with the last good result, labelled STALE DATA.
-    pub serve_stale: Flag,
-    /// `precheck = method`: a pre-call check returning `Availability` (R10).
-    pub precheck: Option<Path>,
-}
-
-/// `freshness`, alone or with `(source = "..")`.
-#[derive(Debug, Default)]
-pub struct FreshnessArg {
-    pub on: bool,
-    pub source: Option<SpannedValue<String>>,
-}
-
-/// The arguments inside `freshness(..)`.
-#[derive(Debug, FromMeta)]
-struct FreshnessOptions {
-    source: Option<SpannedValue<String>>,
-}
-
-impl FromMeta for FreshnessArg {
-    fn from_word() -> darling::Result<Self> {
-        Ok(FreshnessArg {
-            on: true,
-            source: None,
-        })
-    }
-
-    fn from_list(items: &[NestedMeta]) -> darling::Result<Self> {
-        let options = FreshnessOptions::from_list(items)?;
-        Ok(FreshnessArg {
-            on: true,
-            source: options.source,
-        })
-    }
-}
-
-/// The keys of `#[tool(..)]`, in the order the grammar documents them.
-const TOOL_KEYS: [&str; 10] = [
-    "provides",
-    "alternatives",
-    "fallback",
-    "name",
-    "threshold",
-    "probe_every",
-    "caches",
-    "freshness",
-    "serve_stale",
-    "precheck",
-];
-
-/// `threshold = 3`: a whole number, spanned at the value. Zero parses; the check phase says
-/// why it is out of range. A string holding a number (`"3"`) is accepted too.
-fn count(meta: &syn::Meta) -> darling::Result<Option<SpannedValue<u32>>> {
-    let key = path_text(meta.path());
-    let expected = || format!("`{key}` takes a whole number of at least 1, e.g. `{key} = 3`");
-    let syn::Meta::NameValue(nv) = meta else {
-        return Err(Error::custom(expected()).with_span(meta));
-    };
-    let number = match &nv.value {
-        Expr::Lit(lit) => match &lit.lit {
-            Lit::Int(int) => int.base10_parse::<u32>().ok(),
-            Lit::Str(text) => text.value().trim().parse::<u32>().ok(),
-            _ => None,
-        },
-        _ => None,
-    };
-    match number {
-        Some(n) => Ok(Some(SpannedValue::new(n, nv.value.span()))),
-        None => Err(Error::custom(expected()).with_span(&nv.value)),
-    }
-}
-
-/// `alternatives(bash(method = .., degradation = .., via = ..), read(..))`.
-///
-/// A malformed alternative does not fail the whole `#[tool(..)]`: it is left out and its
-/// error kept in `problems`, so that the tool and its other alternatives are still checked.
-#[derive(Debug, Default)]
-pub struct Alternatives {
-    pub list: Vec<Alternative>,
-    pub problems: Vec<Error>,
-}
-
-/// One alternative: the other tool's method name and how it stands in.
-#[derive(Debug)]
-pub struct Alternative {
-    pub tool: Ident,
-    pub method: SpannedValue<String>,
-    pub degradation: Option<Degradation>,
-    pub via: Option<Ident>,
-}
-
-/// The arguments inside `bash(..)`.
-#[derive(Debug, FromMeta)]
-struct AlternativeArgs {
-    method: Option<SpannedValue<String>>,
-    degradation: Option<Degradation>,
-    via: Option<Path>,
-}
-
-/// `degradation = ".."` (low), `degradation = low("..")` or `degradation = high("..")`.
-#[derive(Debug, Clone)]
-pub struct Degradation {
-    pub high: bool,
-    pub text: String,
-}
-
-impl FromMeta for Degradation {
-    fn from_expr(expr: &Expr) -> darling::Result<Self> {
-        let string = |expr: &Expr| match expr {
-            Expr::Lit(lit) => match &lit.lit {
-                Lit::Str(s) => Some(s.value()),
-                _ => None,
-            },
-            _ => None,
-        };
-        if let Some(text) = string(expr) {
-            return Ok(Degradation { high: false, text });
-        }
-        if let Expr::Call(call) = expr
-            && let Expr::Path(func) = &*call.func
-            && call.args.len() == 1
-            && let Some(text) = string(&call.args[0])
-        {
-            if func.path.is_ident("high") {
-                return Ok(Degradation { high: true, text });
-            }
-            if func.path.is_ident("low") {
-                return Ok(Degradation { high: false, text });
-            }
-            let name = path_text(&func.path);
-            return Err(Error::custom(format!(
-                "unknown degradation severity `{name}`: write `low(\"..\")` or `high(\"..\")`, or a plain string for low{}",
-                crate::check::suggest(&name, ["high", "low"].into_iter())
-            ))
-            .with_span(&call.func));
-        }
-        Err(Error::custom(
-            "expected a degradation: \"what is lost\" (low), low(\"..\") or high(\"..\")",
-        )
-        .with_span(expr))
-    }
-}
-
-impl FromMeta for Alternatives {
-    fn from_list(items: &[NestedMeta]) -> darling::Result<Self> {
-        let mut alternatives = Alternatives::default();
-        for item in items {
-            match parse_alternative(item, &mut alternatives.problems) {
-                Ok(alternative) => alternatives.list.push(alternative),
-                Err(error) => alternatives.problems.push(error),
-            }
-        }
-        Ok(alternatives)
-    }
-}
-
-/// One `bash(method = .., ..)`; a duplicate key is pushed to `problems` and the first kept.
-fn parse_alternative(item: &NestedMeta, problems: &mut Vec<Error>) -> darling::Result<Alternative> {
-    let list = match item {
-        NestedMeta::Meta(syn::Meta::List(list)) => list,
-        NestedMeta::Meta(syn::Meta::Path(path)) => {
-            let name = path_text(path);
-            return Err(Error::custom(format!(
-                "alternative `{name}` needs its route: `{name}(method = \"..\", degradation = \"..\")`"
-            ))
-            .with_span(path));
-        }
-        NestedMeta::Lit(Lit::Str(text)) => {
-            return Err(Error::custom(format!(
-                "an alternative is named by the other tool's method name, not a string: `{}(method = \"..\", degradation = \"..\")`",
-                text.value()
-            ))
-            .with_span(text));
-        }
-        _ => {
-            return Err(Error::custom(
-                "expected an alternative tool with its route: `bash(method = \"..\", degradation = \"..\")`",
-            )
-            .with_span(item));
-        }
-    };
-    let tool = list.path.get_ident().cloned().ok_or_else(|| {
-        let last = list
-            .path
-            .segments
-            .last()
-            .map(|s| s.ident.to_string())
-            .unwrap_or_default();
-        Error::custom(format!(
-            "an alternative is named by the other tool's method name alone: `{last}(..)`"
-        ))
-        .with_span(&list.path)
-    })?;
-    let items = NestedMeta::parse_meta_list(list.tokens.clone())?;
-    let mut duplicates = Error::accumulator();
-    let items = without_duplicate_keys(items, &format!("alternative `{tool}`"), &mut duplicates);
-    if let Err(duplicates) = duplicates.finish() {
-        problems.extend(duplicates);
-    }
-    let args = AlternativeArgs::from_list(&items)?;
-    let method = args.method.ok_or_else(|| {
-        Error::custom(format!(
-            "alternative `{tool}` needs `method = \"..\"`: how `{tool}` is used to reach the goal, e.g. `method = \"rg or grep command\"`"
-        ))
-        .with_span(&tool)
-    })?;
-    let via = match args.via {
-        None => None,
-        Some(path) => Some(path.get_ident().cloned().ok_or_else(|| {
-            let last = path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
-            Error::custom(format!(
-                "`via` takes the adapter's method name alone, a method of this impl block: `via = {last}`"
-            ))
-            .with_span(&path)
-        })?),
-    };
-    Ok(Alternative {
-        tool,
-        method,
-        degradation: args.degradation,
-        via,
-    })
-}
-
-/// Drops a key given a second time (`provides = .., provides = ..`), with an error at the
-/// second one; the first is kept, so the rest is still checked.
-fn without_duplicate_keys(
-    items: Vec<NestedMeta>,
-    within: &str,
-    errors: &mut Accumulator,
-) -> Vec<NestedMeta> {
-    let mut seen: Vec<String> = Vec::new();
-    items
-        .into_iter()
-        .filter(|item| {
-            let NestedMeta::Meta(meta) = item else {
-                return true;
-            };
-            let key = path_text(meta.path());
-            if seen.contains(&key) {
-                errors.push(
-                    Error::custom(format!("`{key}` is given twice in {within}; keep one"))
-                        .with_span(meta.path()),
-                );
-                false
-            } else {
-                seen.push(key);
-                true
-            }
-        })
-        .collect()
-}
+use crate::attr::{self, ToolArgs, ToolAttribute, ToolboxArgs};
 
 /// The toolbox being built: the user's impl and the tools found in it.
 pub struct Toolbox {
     /// The user's impl, with our `#[tool]` attributes removed.
     pub item: ItemImpl,
     pub args: ToolboxArgs,
+    /// The last identifier of the self type (`Workspace` for `Workspace<T>`), which names the
+    /// tool enum and the guarded handle; `None` (reported) for a type without one.
+    pub base: Option<Ident>,
     pub tools: Vec<Tool>,
-    /// Every method of the impl, for `via` adapters.
+    /// Every method of the impl, for `via` adapters and `precheck`s.
     pub methods: Vec<Method>,
 }
 
-/// A method of the toolbox's impl: its name and shape, for adapter checks.
+/// A method of the toolbox's impl: its name and shape, for adapter and precheck checks.
 #[derive(Clone)]
 pub struct Method {
     pub ident: Ident,
     pub is_async: bool,
-    pub receiver: Receiver,
+    /// How it takes `self`; `None` for a receiver the handle cannot give (`self` by value, a
+    /// typed `self: ..`).
+    pub receiver: Option<Receiver>,
+    /// The `self` token, where an error about the receiver points.
+    pub self_span: Option<Span>,
     pub arity: usize,
 }
 
-/// How a tool method takes `self`.
+/// How a method takes `self`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Receiver {
     Ref,
@@ -334,81 +53,59 @@ pub enum Receiver {
 
 /// One `#[tool]` method.
 pub struct Tool {
-    /// The `#[tool(..)]` attribute, for spans.
-    pub attr: Attribute,
-    /// The arguments that parsed (see `failed_keys`).
-    pub args: ToolArgs,
-    /// The keys of the arguments that did not parse, already reported; `*` when the whole
-    /// attribute did not. A tool with mistakes in its arguments is kept, so that other tools
-    /// may still name it as an alternative and its other arguments are still checked.
-    pub failed_keys: Vec<String>,
-    pub method: ImplItemFn,
-    pub receiver: Receiver,
+    /// The attribute: its arguments, its span and the keys that did not parse.
+    pub attr: ToolAttribute,
+    /// The method's name.
+    pub ident: Ident,
     /// The tool's name: `name = ".."` or the method's name, unraw'd.
     pub name: String,
     pub name_span: Span,
+    pub sig: ToolSig,
+}
+
+/// What the guarded handle's method copies of the tool method.
+pub struct ToolSig {
+    pub asyncness: Option<syn::token::Async>,
+    pub generics: Generics,
+    pub receiver: Receiver,
+    /// The handle method's receiver: the tool's `&self` / `&'a mut self` as written, `&self`
+    /// for a tool without one.
+    pub handle_receiver: TokenStream,
+    /// The parameters, each with the name the handle gives it.
+    pub params: Vec<Param>,
     /// The return type (a `Result`, checked by the compiler through `ToolResult`).
     pub output: Type,
-    /// Argument names for the handle's signature and the call.
-    pub arg_names: Vec<Ident>,
+    /// The method's `///` docs, repeated on the handle's method.
+    pub docs: Vec<Attribute>,
+}
+
+/// One parameter of a tool: its name in the handle's signature and call, and its type.
+pub struct Param {
+    pub name: Ident,
+    pub ty: Type,
+}
+
+impl ToolSig {
+    pub fn is_async(&self) -> bool {
+        self.asyncness.is_some()
+    }
 }
 
 impl Tool {
-    pub fn ident(&self) -> &Ident {
-        &self.method.sig.ident
+    /// The arguments of `#[tool(..)]` that parsed.
+    pub fn args(&self) -> &ToolArgs {
+        &self.attr.args
     }
 
-    /// The span of the attribute's name, `tool` in `#[tool(..)]` or `#[circuit_breaker::tool(..)]`:
-    /// where an error about the attribute as a whole points.
-    pub fn attr_span(&self) -> Span {
-        attr_name_span(&self.attr)
+    /// The parameters' names, in order.
+    pub fn arg_names(&self) -> impl Iterator<Item = &Ident> {
+        self.sig.params.iter().map(|p| &p.name)
     }
 
-    /// Whether an argument that did not parse may have been meant as `key`: `key` with a bad
-    /// value, or a misspelt key. Then a missing `key` is not reported again.
+    /// See [`ToolAttribute::may_have_meant`].
     pub fn may_have_meant(&self, key: &str) -> bool {
-        self.failed_keys
-            .iter()
-            .any(|k| k == key || !TOOL_KEYS.contains(&k.as_str()))
+        self.attr.may_have_meant(key)
     }
-}
-
-/// `tool` in `#[tool(..)]` or `#[circuit_breaker::tool(..)]`.
-fn attr_name_span(attr: &Attribute) -> Span {
-    attr.path()
-        .segments
-        .last()
-        .map_or_else(|| attr.span(), |s| s.ident.span())
-}
-
-/// Whether `attr` is one of ours: `#[tool]`, `#[circuit_breaker::tool]`, or `#[<crate>::tool]`.
-fn is_tool_attr(attr: &Attribute, krate: Option<&Path>) -> ToolAttr {
-    let path = attr.path();
-    if path.is_ident("tool") {
-        return ToolAttr::Plain;
-    }
-    let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
-    let ours = |prefix: &[String]| {
-        segments.len() == prefix.len() + 1 && segments[..prefix.len()] == *prefix
-    };
-    let default = ["circuit_breaker".to_owned()];
-    let custom: Vec<String> = krate
-        .map(|k| k.segments.iter().map(|s| s.ident.to_string()).collect())
-        .unwrap_or_default();
-    if segments.last().is_some_and(|l| l == "tool")
-        && (ours(&default) || (!custom.is_empty() && ours(&custom)))
-    {
-        ToolAttr::Qualified
-    } else {
-        ToolAttr::Foreign
-    }
-}
-
-#[derive(PartialEq, Eq)]
-enum ToolAttr {
-    Plain,
-    Qualified,
-    Foreign,
 }
 
 /// Parses `#[toolbox(args)] impl ..` into a model, pushing every mistake into `errors`.
@@ -418,12 +115,12 @@ pub fn parse(args: TokenStream, input: TokenStream, errors: &mut Accumulator) ->
         errors.push(not_an_impl(input));
         return None;
     };
-    let args = errors
-        .handle_in(|| ToolboxArgs::from_list(&NestedMeta::parse_meta_list(args)?))
-        .unwrap_or_default();
+    let args = attr::toolbox_args(args, errors);
+    let base = self_ident(&item.self_ty);
     let mut toolbox = Toolbox {
         item,
         args,
+        base,
         tools: Vec::new(),
         methods: Vec::new(),
     };
@@ -435,45 +132,43 @@ pub fn parse(args: TokenStream, input: TokenStream, errors: &mut Accumulator) ->
             ))
             .with_span(path),
         );
+    } else if toolbox.base.is_none() {
+        let self_ty = type_text(&toolbox.item.self_ty);
+        errors.push(
+            Error::custom(format!(
+                "#[toolbox] needs a named type: the tool enum and the guarded handle are named after it (`WorkspaceTool`, `GuardedWorkspace` for `impl Workspace`), and `{self_ty}` has no name; put the tools on a struct that holds it"
+            ))
+            .with_span(&toolbox.item.self_ty),
+        );
     }
     let krate = toolbox.args.krate.clone();
     let mut items = std::mem::take(&mut toolbox.item.items);
     for impl_item in &mut items {
         match impl_item {
             ImplItem::Fn(method) => {
-                toolbox.methods.push(Method {
-                    ident: method.sig.ident.clone(),
-                    is_async: method.sig.asyncness.is_some(),
-                    receiver: receiver_of(method).unwrap_or(Receiver::None),
-                    arity: method
-                        .sig
-                        .inputs
-                        .iter()
-                        .filter(|a| matches!(a, FnArg::Typed(_)))
-                        .count(),
-                });
-                let attrs = take_tool_attrs(&mut method.attrs, krate.as_ref());
+                toolbox.methods.push(method_of(method));
+                let attrs = attr::take_tool_attrs(&mut method.attrs, krate.as_ref());
                 let mut attrs = attrs.into_iter();
-                if let Some(attr) = attrs.next() {
+                if let Some(first) = attrs.next() {
                     let mut duplicated = false;
                     for extra in attrs {
                         duplicated = true;
                         errors.push(
                             Error::custom("a second #[tool] on one method: put all of the tool's arguments in one #[tool(..)]")
-                                .with_span(&attr_name_span(&extra)),
+                                .with_span(&attr::attr_name_span(&extra)),
                         );
                     }
-                    let mut tool = parse_tool(attr, method, errors);
+                    let mut attribute = attr::tool_attribute(&first, errors);
                     if duplicated {
                         // The second attribute may hold what the first lacks.
-                        tool.failed_keys.push("*".to_owned());
+                        attribute.failed_keys.push("*".to_owned());
                     }
-                    toolbox.tools.push(tool);
+                    toolbox.tools.push(parse_tool(attribute, method, errors));
                 }
             }
-            ImplItem::Const(c) => reject_tool_attrs(&mut c.attrs, krate.as_ref(), errors),
-            ImplItem::Type(t) => reject_tool_attrs(&mut t.attrs, krate.as_ref(), errors),
-            ImplItem::Macro(m) => reject_tool_attrs(&mut m.attrs, krate.as_ref(), errors),
+            ImplItem::Const(c) => attr::reject_tool_attrs(&mut c.attrs, krate.as_ref(), errors),
+            ImplItem::Type(t) => attr::reject_tool_attrs(&mut t.attrs, krate.as_ref(), errors),
+            ImplItem::Macro(m) => attr::reject_tool_attrs(&mut m.attrs, krate.as_ref(), errors),
             _ => {}
         }
     }
@@ -481,30 +176,32 @@ pub fn parse(args: TokenStream, input: TokenStream, errors: &mut Accumulator) ->
     Some(toolbox)
 }
 
-/// Removes our `#[tool]` attributes from a method and returns them. A plain `#[tool]` next to
-/// a qualified `#[circuit_breaker::tool]` belongs to another framework and is left in place.
-fn take_tool_attrs(attrs: &mut Vec<Attribute>, krate: Option<&Path>) -> Vec<Attribute> {
-    let qualified = attrs
-        .iter()
-        .any(|a| is_tool_attr(a, krate) == ToolAttr::Qualified);
-    let wanted = if qualified {
-        ToolAttr::Qualified
-    } else {
-        ToolAttr::Plain
-    };
-    let (ours, rest): (Vec<_>, Vec<_>) = std::mem::take(attrs)
-        .into_iter()
-        .partition(|a| is_tool_attr(a, krate) == wanted);
-    *attrs = rest;
-    ours
+/// The last identifier of the impl's self type: `Workspace` for `Workspace<T>`.
+fn self_ident(ty: &Type) -> Option<Ident> {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => p.path.segments.last().map(|s| s.ident.clone()),
+        Type::Group(g) => self_ident(&g.elem),
+        Type::Paren(p) => self_ident(&p.elem),
+        _ => None,
+    }
 }
 
-fn reject_tool_attrs(attrs: &mut Vec<Attribute>, krate: Option<&Path>, errors: &mut Accumulator) {
-    for attr in take_tool_attrs(attrs, krate) {
-        errors.push(
-            Error::custom("#[tool] goes on a method (`fn` or `async fn`) of the toolbox")
-                .with_span(&attr_name_span(&attr)),
-        );
+fn method_of(method: &ImplItemFn) -> Method {
+    let self_span = match method.sig.inputs.first() {
+        Some(FnArg::Receiver(r)) => Some(r.self_token.span),
+        _ => None,
+    };
+    Method {
+        ident: method.sig.ident.clone(),
+        is_async: method.sig.asyncness.is_some(),
+        receiver: receiver_of(method),
+        self_span,
+        arity: method
+            .sig
+            .inputs
+            .iter()
+            .filter(|a| matches!(a, FnArg::Typed(_)))
+            .count(),
     }
 }
 
@@ -521,22 +218,10 @@ fn receiver_of(method: &ImplItemFn) -> Option<Receiver> {
 
 const SUPPORTED: &str = "supported tool methods: `fn` or `async fn` taking `&self`, `&mut self` or no receiver, returning `Result<T, E>`";
 
-/// Parses one tool. Mistakes are pushed and the tool is still returned, so that the checks of
-/// the next phase run on it too and other tools can name it as an alternative.
-fn parse_tool(attr: Attribute, method: &ImplItemFn, errors: &mut Accumulator) -> Tool {
-    let (mut args, failed_keys) = match &attr.meta {
-        syn::Meta::List(list) => tool_args(list.tokens.clone(), errors),
-        _ => {
-            errors.push(
-                Error::custom(
-                    "#[tool] needs its capability: `#[tool(provides = \"..\", fallback = \"..\")]`",
-                )
-                .with_span(&attr_name_span(&attr)),
-            );
-            (ToolArgs::default(), vec!["*".to_owned()])
-        }
-    };
-    errors.extend(std::mem::take(&mut args.alternatives.problems));
+/// Builds one tool from its parsed attribute and its method. Mistakes are pushed and the tool
+/// is still returned, so that the checks of the next phase run on it too and other tools can
+/// name it as an alternative.
+fn parse_tool(attr: ToolAttribute, method: &ImplItemFn, errors: &mut Accumulator) -> Tool {
     let sig = &method.sig;
     let receiver = receiver_of(method).unwrap_or_else(|| {
         if let Some(FnArg::Receiver(r)) = sig.inputs.first() {
@@ -552,6 +237,24 @@ fn parse_tool(attr: Attribute, method: &ImplItemFn, errors: &mut Accumulator) ->
         }
         Receiver::Ref
     });
+    let handle_receiver = match sig.inputs.first() {
+        Some(FnArg::Receiver(r)) => match &r.kind {
+            ReceiverKind::Reference(and, lifetime, mutability) => {
+                quote!(#and #lifetime #mutability self)
+            }
+            // Reported above; `&self` keeps the handle's other methods resolvable.
+            _ => quote!(&self),
+        },
+        _ => quote!(&self),
+    };
+    for cfg in method.attrs.iter().filter(|a| a.path().is_ident("cfg")) {
+        errors.push(
+            Error::custom(
+                "a tool cannot be compiled conditionally: the tool enum, the capability map and the guarded handle list it either way; put the `#[cfg(..)]` on the whole impl block, or give the tool a body that reports the feature missing as an error",
+            )
+            .with_span(cfg.path()),
+        );
+    }
     if let syn::Safety::Unsafe(token) = &sig.safety {
         errors.push(
             Error::custom(
@@ -591,7 +294,7 @@ fn parse_tool(attr: Attribute, method: &ImplItemFn, errors: &mut Accumulator) ->
             syn::parse_quote!(())
         }
     };
-    let arg_names = sig
+    let params = sig
         .inputs
         .iter()
         .filter_map(|arg| match arg {
@@ -599,62 +302,46 @@ fn parse_tool(attr: Attribute, method: &ImplItemFn, errors: &mut Accumulator) ->
             FnArg::Receiver(_) => None,
         })
         .enumerate()
-        .map(|(i, pat)| match &*pat.pat {
-            Pat::Ident(p)
-                if p.by_ref.is_none()
-                    && p.subpat.is_none()
-                    && !p.ident.to_string().starts_with("__cb_") =>
-            {
-                p.ident.clone()
+        .map(|(i, pat)| {
+            let name = match &*pat.pat {
+                Pat::Ident(p)
+                    if p.by_ref.is_none()
+                        && p.subpat.is_none()
+                        && !p.ident.to_string().starts_with("__cb_") =>
+                {
+                    p.ident.clone()
+                }
+                _ => Ident::new(&format!("__cb_arg{i}"), pat.pat.span()),
+            };
+            Param {
+                name,
+                ty: (*pat.ty).clone(),
             }
-            _ => Ident::new(&format!("__cb_arg{i}"), pat.pat.span()),
         })
         .collect();
-    let (name, name_span) = match &args.name {
+    let (name, name_span) = match &attr.args.name {
         Some(name) => ((**name).clone(), name.span()),
         None => (unraw(&sig.ident), sig.ident.span()),
     };
     Tool {
         attr,
-        args,
-        failed_keys,
-        method: method.clone(),
-        receiver,
+        ident: sig.ident.clone(),
         name,
         name_span,
-        output,
-        arg_names,
-    }
-}
-
-/// The arguments of one `#[tool(..)]`: all of them when they parse; otherwise the mistakes
-/// are pushed and the arguments that parse on their own are kept, with the keys of the others.
-fn tool_args(tokens: TokenStream, errors: &mut Accumulator) -> (ToolArgs, Vec<String>) {
-    let items = match NestedMeta::parse_meta_list(tokens) {
-        Ok(items) => items,
-        Err(error) => {
-            errors.push(error.into());
-            return (ToolArgs::default(), vec!["*".to_owned()]);
-        }
-    };
-    let items = without_duplicate_keys(items, "this #[tool(..)]", errors);
-    match ToolArgs::from_list(&items) {
-        Ok(args) => (args, Vec::new()),
-        Err(error) => {
-            errors.push(error);
-            let (good, bad): (Vec<NestedMeta>, Vec<NestedMeta>) = items
-                .into_iter()
-                .partition(|item| ToolArgs::from_list(std::slice::from_ref(item)).is_ok());
-            let failed = bad
+        sig: ToolSig {
+            asyncness: sig.asyncness,
+            generics: sig.generics.clone(),
+            receiver,
+            handle_receiver,
+            params,
+            output,
+            docs: method
+                .attrs
                 .iter()
-                .map(|item| match item {
-                    NestedMeta::Meta(meta) => path_text(meta.path()),
-                    NestedMeta::NameValueInvalidExpr(nv) => path_text(&nv.path),
-                    NestedMeta::Lit(_) => "*".to_owned(),
-                })
-                .collect();
-            (ToolArgs::from_list(&good).unwrap_or_default(), failed)
-        }
+                .filter(|a| a.path().is_ident("doc"))
+                .cloned()
+                .collect(),
+        },
     }
 }
 
@@ -675,14 +362,6 @@ pub fn unraw(ident: &Ident) -> String {
     let s = ident.to_string();
     s.strip_prefix("r#")
         .map_or_else(|| s.clone(), str::to_owned)
-}
-
-pub fn path_text(path: &Path) -> String {
-    path.segments
-        .iter()
-        .map(|s| s.ident.to_string())
-        .collect::<Vec<_>>()
-        .join("::")
 }
 
 /// `Store < T >` → `Store<T>`: a type as a user would write it, for messages.

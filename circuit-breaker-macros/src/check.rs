@@ -1,27 +1,57 @@
 //! Check phase: the capability map's rules (SPEC R1.4, B1) and the toolbox's own, each a
-//! spanned error at the offending token, every one of them reported in the same compile.
+//! spanned error at the offending token, every one of them reported in the same compile. What
+//! passes is the checked model [`Checked`]: every name resolved (alternatives to tools,
+//! adapters and prechecks to methods with their shapes), so that expansion looks nothing up.
 
 use darling::Error;
 use darling::error::Accumulator;
-use syn::Ident;
+use syn::{Ident, Path};
 
-use crate::ast::{Degradation, Receiver, Tool, Toolbox, unraw};
+use crate::ast::{Method, Receiver, Tool, Toolbox, unraw};
+use crate::attr::Degradation;
 
-/// The toolbox once checked: what expansion needs beyond the parsed model.
-pub struct Checked {
+/// The toolbox once checked: everything expansion needs, resolved.
+pub struct Checked<'a> {
+    pub toolbox: &'a Toolbox,
+    /// The runtime crate: `crate = path` or `::circuit_breaker`.
+    pub krate: Path,
+    /// The self type's name, for the enum and the handle.
+    pub base: Ident,
     pub policy: Policy,
-    /// Per tool, its alternatives resolved to tool indices.
-    pub alternatives: Vec<Vec<Resolved>>,
-    /// Per tool, its enum variant.
-    pub variants: Vec<Ident>,
+    /// Per tool, in declaration (capability-map) order.
+    pub tools: Vec<CheckedTool<'a>>,
 }
 
-/// The toolbox-level policy (seed defaults where not given).
+/// The toolbox-level policy as declared: a key not given is `None`, and the runtime's
+/// `Policy` supplies its default (R2.2), so the defaults live in one place.
 pub struct Policy {
-    pub threshold: u32,
-    pub budget: u32,
-    pub probe_every: u32,
-    pub steps: bool,
+    pub threshold: Option<u32>,
+    pub budget: Option<u32>,
+    pub probe_every: Option<u32>,
+    /// `probe_unit = "steps"` (`Some(true)`) or `"attempts"` (`Some(false)`).
+    pub steps: Option<bool>,
+}
+
+/// One tool, checked.
+pub struct CheckedTool<'a> {
+    pub tool: &'a Tool,
+    /// Its enum variant.
+    pub variant: Ident,
+    pub provides: String,
+    pub fallback: String,
+    /// Per-tool overrides of the policy; `None` takes the toolbox's.
+    pub threshold: Option<u32>,
+    pub probe_every: Option<u32>,
+    /// `caches`, `freshness` (with its `source`), `serve_stale` (R6).
+    pub caches: bool,
+    pub freshness: bool,
+    pub source: Option<String>,
+    pub serve_stale: bool,
+    /// Its alternatives, resolved to tools, in the declared order.
+    pub alternatives: Vec<Resolved>,
+    /// The pre-call checks its handle method runs (R10): its own first, then those of the
+    /// alternatives its adapters go through; each one runnable from that method.
+    pub prechecks: Vec<Precheck>,
 }
 
 /// One alternative, resolved.
@@ -30,46 +60,127 @@ pub struct Resolved {
     pub target: usize,
     pub method: String,
     pub degradation: Option<Degradation>,
-    pub via: Option<Ident>,
+    /// The adapter, `via = f`, when the route is taken by the dispatcher.
+    pub via: Option<MethodRef>,
 }
 
-/// Runs every check; mistakes go to `errors`, the result is usable for expansion only when
-/// `errors` stays empty.
-pub fn check(toolbox: &Toolbox, errors: &mut Accumulator) -> Checked {
+/// A method of the impl, found and checked: what a call to it needs.
+#[derive(Clone)]
+pub struct MethodRef {
+    /// The name as written at the use (`via = f`, `precheck = f`), spanned there.
+    pub ident: Ident,
+    pub receiver: Receiver,
+    pub is_async: bool,
+}
+
+/// A pre-call check to run: the tool whose availability it reports, and the method.
+pub struct Precheck {
+    pub tool: usize,
+    pub method: MethodRef,
+}
+
+impl CheckedTool<'_> {
+    /// The adapters, with the index of the tool each goes through, in the declared order.
+    pub fn adapters(&self) -> impl Iterator<Item = (&MethodRef, usize)> {
+        self.alternatives
+            .iter()
+            .filter_map(|alt| alt.via.as_ref().map(|via| (via, alt.target)))
+    }
+}
+
+/// The guarded handle's own methods: a tool method of the same name would clash with them.
+const HANDLE_METHODS: [&str; 6] = [
+    "new",
+    "with_expeditor",
+    "expeditor",
+    "toolbox",
+    "toolbox_mut",
+    "into_parts",
+];
+
+/// Runs every check; mistakes go to `errors`. Returns the checked model only when this phase
+/// found no mistake (the caller still expands only when `errors` holds none from parsing
+/// either); `None` always comes with an error pushed.
+pub fn check<'a>(toolbox: &'a Toolbox, errors: &mut Accumulator) -> Option<Checked<'a>> {
+    // This phase's own mistakes, to know whether it found any.
+    let mut found = Error::accumulator();
     if toolbox.tools.is_empty() && toolbox.item.trait_.is_none() {
-        errors.push(
+        found.push(
             Error::custom(
                 "this #[toolbox] has no #[tool(..)] methods: mark each tool function with `#[tool(provides = \"..\", fallback = \"..\")]`",
             )
             .with_span(&toolbox.item.self_ty),
         );
     }
-    let policy = check_policy(toolbox, errors);
+    let policy = check_policy(toolbox, &mut found);
+    let mut required = Vec::new();
+    let mut own_prechecks = Vec::new();
     for tool in &toolbox.tools {
-        check_tool(tool, errors);
-        check_precheck(toolbox, tool, errors);
+        required.push(check_tool(tool, &mut found));
+        own_prechecks.push(check_precheck(toolbox, tool, &mut found));
     }
-    check_names(&toolbox.tools, errors);
-    let variants = variants(&toolbox.tools, errors);
-    let alternatives = toolbox
+    check_names(&toolbox.tools, &mut found);
+    let variants = variants(&toolbox.tools, &mut found);
+    let alternatives: Vec<Vec<Resolved>> = toolbox
         .tools
         .iter()
         .enumerate()
-        .map(|(index, tool)| resolve_alternatives(toolbox, index, tool, errors))
+        .map(|(index, tool)| resolve_alternatives(toolbox, index, tool, &mut found))
         .collect();
-    Checked {
-        policy,
-        alternatives,
-        variants,
+    let prechecks = routed_prechecks(toolbox, &alternatives, &own_prechecks, &mut found);
+    let found = found.into_inner();
+    let clean = found.is_empty();
+    errors.extend(found);
+    // A self type without a name was reported by the parse phase.
+    let base = toolbox.base.clone()?;
+    if !clean {
+        return None;
     }
+    let mut tools = Vec::new();
+    for ((((tool, required), variant), alternatives), prechecks) in toolbox
+        .tools
+        .iter()
+        .zip(required)
+        .zip(variants)
+        .zip(alternatives)
+        .zip(prechecks)
+    {
+        let (provides, fallback) = required?;
+        let args = tool.args();
+        tools.push(CheckedTool {
+            tool,
+            variant,
+            provides,
+            fallback,
+            threshold: args.threshold.as_deref().copied(),
+            probe_every: args.probe_every.as_deref().copied(),
+            caches: args.caches.is_present(),
+            freshness: args.freshness.on,
+            source: args.freshness.source.as_deref().cloned(),
+            serve_stale: args.serve_stale.is_present(),
+            alternatives,
+            prechecks,
+        });
+    }
+    Some(Checked {
+        toolbox,
+        krate: toolbox
+            .args
+            .krate
+            .clone()
+            .unwrap_or_else(|| syn::parse_quote!(::circuit_breaker)),
+        base,
+        policy,
+        tools,
+    })
 }
 
 fn check_policy(toolbox: &Toolbox, errors: &mut Accumulator) -> Policy {
     let mut policy = Policy {
-        threshold: 3,
-        budget: 5,
-        probe_every: 3,
-        steps: false,
+        threshold: None,
+        budget: None,
+        probe_every: None,
+        steps: None,
     };
     let Some(args) = &toolbox.args.policy else {
         return policy;
@@ -83,14 +194,14 @@ fn check_policy(toolbox: &Toolbox, errors: &mut Accumulator) -> Policy {
             if **v == 0 {
                 errors.push(Error::custom(what).with_span(&v.span()));
             } else {
-                *slot = **v;
+                *slot = Some(**v);
             }
         }
     }
     if let Some(unit) = &args.probe_unit {
         match unit.as_str() {
-            "attempts" => {}
-            "steps" => policy.steps = true,
+            "attempts" => policy.steps = Some(false),
+            "steps" => policy.steps = Some(true),
             other => errors.push(
                 Error::custom(format!(
                     "unknown probe unit `{other}`: expected \"attempts\" or \"steps\"{}",
@@ -108,29 +219,32 @@ const THRESHOLD: &str =
 const BUDGET: &str = "`budget` must be at least 1: it is the number of failures allowed per cycle before the agent pauses";
 const PROBE_EVERY: &str = "`probe_every` must be at least 1: once a circuit is open, every N-th attempt is let through as a probe";
 
-fn check_tool(tool: &Tool, errors: &mut Accumulator) {
+/// The tool's own arguments; its `provides` and `fallback` when both are usable.
+fn check_tool(tool: &Tool, errors: &mut Accumulator) -> Option<(String, String)> {
     let name = &tool.name;
     let required = [
         (
-            &tool.args.provides,
+            &tool.args().provides,
             "provides",
             format!(
                 "tool `{name}` has no `provides`: say in one line what it gives the agent, e.g. `provides = \"content search across files\"`"
             ),
         ),
         (
-            &tool.args.fallback,
+            &tool.args().fallback,
             "fallback",
             format!(
                 "tool `{name}` has no `fallback`: every tool needs a manual fallback for when it and its alternatives are unavailable, e.g. `fallback = \"ask the user which files to examine\"`"
             ),
         ),
     ];
+    // `provides` and `fallback`, each when usable.
+    let mut texts = Vec::new();
     for (value, key, missing) in required {
         match value {
             // A mistyped or malformed argument may have been meant as this one: reported already.
             None if tool.may_have_meant(key) => {}
-            None => errors.push(Error::custom(missing).with_span(&tool.attr_span())),
+            None => errors.push(Error::custom(missing).with_span(&tool.attr.span)),
             Some(v) if v.trim().is_empty() => errors.push(
                 Error::custom(format!("`{key}` of tool `{name}` is empty: {}", if key == "provides" {
                     "say in one line what it gives the agent"
@@ -139,23 +253,37 @@ fn check_tool(tool: &Tool, errors: &mut Accumulator) {
                 }))
                 .with_span(&v.span()),
             ),
-            Some(_) => {}
+            Some(v) => texts.push((key, (**v).clone())),
         }
     }
-    if let Some(n) = &tool.args.name
+    let ident = unraw(&tool.ident);
+    if HANDLE_METHODS.contains(&ident.as_str()) {
+        errors.push(
+            Error::custom(format!(
+                "a tool method cannot be called `{ident}`: the guarded handle has a method `{ident}` of its own; rename the method and keep the tool's name with `name = \"{}\"`",
+                tool.name
+            ))
+            .with_span(&tool.ident),
+        );
+    }
+    if let Some(n) = &tool.args().name
         && n.trim().is_empty()
     {
         errors.push(Error::custom("a tool's `name` cannot be empty").with_span(&n.span()));
     }
     for (value, what) in [
-        (&tool.args.threshold, THRESHOLD),
-        (&tool.args.probe_every, PROBE_EVERY),
+        (&tool.args().threshold, THRESHOLD),
+        (&tool.args().probe_every, PROBE_EVERY),
     ] {
         if let Some(v) = value
             && **v == 0
         {
             errors.push(Error::custom(what).with_span(&v.span()));
         }
+    }
+    match <[_; 2]>::try_from(texts) {
+        Ok([("provides", provides), ("fallback", fallback)]) => Some((provides, fallback)),
+        _ => None,
     }
 }
 
@@ -172,7 +300,7 @@ fn check_names(tools: &[Tool], errors: &mut Accumulator) {
                 Error::custom(format!(
                     "duplicate tool name `{}`: the tool of `fn {}` already has it; give one of them another `name = \"..\"`",
                     tool.name,
-                    first.ident()
+                    first.ident
                 ))
                 .with_span(&tool.name_span),
             );
@@ -197,19 +325,19 @@ fn camel(ident: &Ident) -> String {
 fn variants(tools: &[Tool], errors: &mut Accumulator) -> Vec<Ident> {
     let mut variants: Vec<Ident> = Vec::new();
     for tool in tools {
-        let mut text = camel(tool.ident());
+        let mut text = camel(&tool.ident);
         if text.is_empty() || text.starts_with(|c: char| c.is_ascii_digit()) {
             text.insert(0, 'T');
         }
-        let variant = Ident::new(&text, tool.ident().span());
+        let variant = Ident::new(&text, tool.ident.span());
         if let Some(i) = variants.iter().position(|v| *v == variant) {
             errors.push(
                 Error::custom(format!(
                     "tools `{}` and `{}` would share the enum variant `{variant}`; rename one method",
-                    tools[i].ident(),
-                    tool.ident()
+                    tools[i].ident,
+                    &tool.ident
                 ))
-                .with_span(tool.ident()),
+                .with_span(&tool.ident),
             );
         }
         variants.push(variant);
@@ -225,9 +353,9 @@ fn resolve_alternatives(
 ) -> Vec<Resolved> {
     let tools = &toolbox.tools;
     let mut resolved: Vec<Resolved> = Vec::new();
-    for alt in &tool.args.alternatives.list {
+    for alt in &tool.args().alternatives.list {
         let wanted = unraw(&alt.tool);
-        let Some(target) = tools.iter().position(|t| unraw(t.ident()) == wanted) else {
+        let Some(target) = tools.iter().position(|t| unraw(&t.ident) == wanted) else {
             let plain = toolbox.methods.iter().any(|m| unraw(&m.ident) == wanted);
             let message = if plain {
                 format!(
@@ -235,7 +363,7 @@ fn resolve_alternatives(
                     tool.name
                 )
             } else {
-                let known: Vec<String> = tools.iter().map(|t| unraw(t.ident())).collect();
+                let known: Vec<String> = tools.iter().map(|t| unraw(&t.ident)).collect();
                 let hint = match suggest(&wanted, known.iter().map(String::as_str)) {
                     near if !near.is_empty() => near,
                     _ => format!(
@@ -278,35 +406,29 @@ fn resolve_alternatives(
         if alt.method.trim().is_empty() {
             errors.push(Error::custom("`method` cannot be empty").with_span(&alt.method.span()));
         }
-        if let Some(via) = &alt.via {
-            check_adapter(toolbox, tool, via, errors);
-        }
+        let via = alt
+            .via
+            .as_ref()
+            .and_then(|via| check_adapter(toolbox, tool, via, errors));
         resolved.push(Resolved {
             target,
             method: (*alt.method).clone(),
             degradation: alt.degradation.clone(),
-            via: alt.via.clone(),
+            via,
         });
     }
     resolved
 }
 
-/// `precheck = f`: a method of the impl taking no argument but the receiver, returning an
-/// `Availability`; async only for an async tool (R10).
-fn check_precheck(toolbox: &Toolbox, tool: &Tool, errors: &mut Accumulator) {
-    let Some(path) = &tool.args.precheck else {
-        return;
-    };
-    let Some(ident) = path.get_ident() else {
-        errors.push(
-            Error::custom(
-                "`precheck` names a method of this impl block: `precheck = check_server`",
-            )
-            .with_span(path),
-        );
-        return;
-    };
-    let Some(check) = toolbox.methods.iter().find(|m| m.ident == *ident) else {
+/// The method `ident` names, or an error at `ident` ("did you mean" where a name is near).
+fn find_method<'t>(
+    toolbox: &'t Toolbox,
+    ident: &Ident,
+    what: &str,
+    errors: &mut Accumulator,
+) -> Option<&'t Method> {
+    let found = toolbox.methods.iter().find(|m| m.ident == *ident);
+    if found.is_none() {
         let names: Vec<String> = toolbox
             .methods
             .iter()
@@ -314,26 +436,63 @@ fn check_precheck(toolbox: &Toolbox, tool: &Tool, errors: &mut Accumulator) {
             .collect();
         errors.push(
             Error::custom(format!(
-                "precheck `{ident}` is not a method of this impl block{}",
+                "{what} `{ident}` is not a method of this impl block{}",
                 suggest(&ident.to_string(), names.iter().map(String::as_str))
             ))
             .with_span(ident),
         );
-        return;
+    }
+    found
+}
+
+/// The method's receiver when the guarded handle can give it one: `&self` (the handle holds
+/// the toolbox, also for a tool without a receiver) or `&mut self`; `self` by value or a
+/// typed `self: ..` is an error at its `self`.
+fn usable_receiver(
+    method: &Method,
+    what: &str,
+    used_at: &Ident,
+    errors: &mut Accumulator,
+) -> Option<Receiver> {
+    if method.receiver.is_none() {
+        let ident = &method.ident;
+        let error = Error::custom(format!(
+            "{what} `{ident}` cannot take `self` by value or as `self: ..`: the guarded handle keeps the toolbox and lends it to `{ident}`; take `&self` or `&mut self`"
+        ));
+        errors.push(match method.self_span {
+            Some(span) => error.with_span(&span),
+            None => error.with_span(used_at),
+        });
+    }
+    method.receiver
+}
+
+/// `precheck = f`: a method of the impl taking no argument but the receiver, returning an
+/// `Availability`; async only for an async tool, `&mut self` only for a `&mut self` tool
+/// (R10).
+fn check_precheck(toolbox: &Toolbox, tool: &Tool, errors: &mut Accumulator) -> Option<MethodRef> {
+    let path = tool.args().precheck.as_ref()?;
+    let Some(ident) = path.get_ident() else {
+        errors.push(
+            Error::custom(
+                "`precheck` names a method of this impl block: `precheck = check_server`",
+            )
+            .with_span(path),
+        );
+        return None;
     };
+    let check = find_method(toolbox, ident, "precheck", errors)?;
+    let receiver = usable_receiver(check, "precheck", ident, errors);
     let mut problems = Vec::new();
     if check.arity != 0 {
         problems.push("it takes no arguments besides `&self`".to_owned());
     }
-    if check.is_async && tool.method.sig.asyncness.is_none() {
+    if check.is_async && !tool.sig.is_async() {
         problems
             .push("an async precheck needs an async tool (a sync tool cannot await it)".to_owned());
     }
-    if check.receiver == Receiver::Mut && tool.receiver != Receiver::Mut {
+    if receiver == Some(Receiver::Mut) && tool.sig.receiver != Receiver::Mut {
         problems.push("it takes `&mut self` but the tool takes `&self`".to_owned());
-    }
-    if check.receiver != Receiver::None && tool.receiver == Receiver::None {
-        problems.push("it takes `self` but the tool has no receiver".to_owned());
     }
     if !problems.is_empty() {
         errors.push(
@@ -344,32 +503,93 @@ fn check_precheck(toolbox: &Toolbox, tool: &Tool, errors: &mut Accumulator) {
             ))
             .with_span(ident),
         );
+        return None;
     }
+    Some(MethodRef {
+        ident: ident.clone(),
+        receiver: receiver?,
+        is_async: check.is_async,
+    })
+}
+
+/// Per tool, the prechecks its handle method runs: its own, then those of the alternatives
+/// its adapters go through (R10: an alternative is checked before a route through it is
+/// taken). An alternative's precheck the handle method cannot run (async from a sync tool,
+/// `&mut self` from a `&self` tool) is an error at the adapter, never left out.
+fn routed_prechecks(
+    toolbox: &Toolbox,
+    alternatives: &[Vec<Resolved>],
+    own: &[Option<MethodRef>],
+    errors: &mut Accumulator,
+) -> Vec<Vec<Precheck>> {
+    let mut all = Vec::new();
+    for (index, tool) in toolbox.tools.iter().enumerate() {
+        let mut prechecks: Vec<Precheck> = own[index]
+            .iter()
+            .map(|method| Precheck {
+                tool: index,
+                method: method.clone(),
+            })
+            .collect();
+        for alt in &alternatives[index] {
+            let (Some(via), Some(check)) = (&alt.via, &own[alt.target]) else {
+                continue;
+            };
+            let target = &toolbox.tools[alt.target];
+            let (check_name, tool_ident) = (&check.ident, &tool.ident);
+            let mut problems = Vec::new();
+            let mut fixes = Vec::new();
+            if check.is_async && !tool.sig.is_async() {
+                problems.push(format!(
+                    "`{check_name}` is async and `{tool_ident}` is a sync tool, which cannot await it"
+                ));
+                fixes.push(format!(
+                    "make `{check_name}` a sync `fn` or `{tool_ident}` an `async fn`"
+                ));
+            }
+            if check.receiver == Receiver::Mut && tool.sig.receiver != Receiver::Mut {
+                problems.push(format!(
+                    "`{check_name}` takes `&mut self` and `{tool_ident}` takes `&self`"
+                ));
+                fixes.push(format!(
+                    "make `{check_name}` take `&self` or `{tool_ident}` take `&mut self`"
+                ));
+            }
+            if problems.is_empty() {
+                prechecks.push(Precheck {
+                    tool: alt.target,
+                    method: check.clone(),
+                });
+            } else {
+                errors.push(
+                    Error::custom(format!(
+                        "adapter `{}` routes tool `{}` through `{}`, whose precheck `{check_name}` runs before that route is taken, but {}: {}, or drop `via`",
+                        via.ident,
+                        tool.name,
+                        target.name,
+                        problems.join(" and "),
+                        fixes.join(", "),
+                    ))
+                    .with_span(&via.ident),
+                );
+            }
+        }
+        all.push(prechecks);
+    }
+    all
 }
 
 /// An adapter has the tool's signature: same asyncness, arguments, and a receiver the
 /// handle can give it.
-fn check_adapter(toolbox: &Toolbox, tool: &Tool, via: &Ident, errors: &mut Accumulator) {
-    let Some(adapter) = toolbox.methods.iter().find(|m| m.ident == *via) else {
-        errors.push(
-            Error::custom(format!(
-                "adapter `{via}` is not a method of this impl block{}",
-                suggest(
-                    &via.to_string(),
-                    toolbox
-                        .methods
-                        .iter()
-                        .map(|m| m.ident.to_string())
-                        .collect::<Vec<_>>()
-                        .iter()
-                        .map(String::as_str)
-                )
-            ))
-            .with_span(via),
-        );
-        return;
-    };
-    let primary_async = tool.method.sig.asyncness.is_some();
+fn check_adapter(
+    toolbox: &Toolbox,
+    tool: &Tool,
+    via: &Ident,
+    errors: &mut Accumulator,
+) -> Option<MethodRef> {
+    let adapter = find_method(toolbox, via, "adapter", errors)?;
+    let receiver = usable_receiver(adapter, "adapter", via, errors);
+    let primary_async = tool.sig.is_async();
     let mut problems = Vec::new();
     if adapter.is_async != primary_async {
         problems.push(if primary_async {
@@ -378,32 +598,35 @@ fn check_adapter(toolbox: &Toolbox, tool: &Tool, via: &Ident, errors: &mut Accum
             "the adapter is async and the tool is not".to_owned()
         });
     }
-    let arity = tool.arg_names.len();
+    let arity = tool.sig.params.len();
     if adapter.arity != arity {
         problems.push(format!(
             "the tool takes {arity} argument(s), the adapter {}",
             adapter.arity
         ));
     }
-    let receiver_ok = matches!(
-        (tool.receiver, adapter.receiver),
-        (_, Receiver::None)
-            | (Receiver::Ref | Receiver::Mut, Receiver::Ref)
-            | (Receiver::Mut, Receiver::Mut)
-    );
-    if !receiver_ok {
-        problems.push("the adapter needs a receiver the tool does not have (`&mut self` for a `&self` tool, or `self` for a tool without one)".to_owned());
+    if receiver == Some(Receiver::Mut) && tool.sig.receiver != Receiver::Mut {
+        problems.push(
+            "the adapter takes `&mut self` and the tool does not (the handle lends the toolbox as the tool takes it)"
+                .to_owned(),
+        );
     }
     if !problems.is_empty() {
         errors.push(
             Error::custom(format!(
                 "adapter `{via}` must have the signature of tool `{}`: {}",
-                tool.ident(),
+                tool.ident,
                 problems.join("; ")
             ))
             .with_span(via),
         );
+        return None;
     }
+    Some(MethodRef {
+        ident: via.clone(),
+        receiver: receiver?,
+        is_async: adapter.is_async,
+    })
 }
 
 /// `; did you mean `x`?` when a candidate is close to `name`.

@@ -1,25 +1,22 @@
 //! Expand phase: the tool enum, the capability map as a `static`, and the guarded handle whose
-//! methods mirror the tools (SPEC B2, R4). Generated code names everything through one alias,
-//! `_cb` (the runtime crate, or `crate = path`), and `_cb::__private::core`.
+//! methods mirror the tools (SPEC B2, R4). It works from the checked model alone: every name is
+//! resolved there and every shape it cannot mirror was an error there, so nothing here looks a
+//! method up or leaves a tool out. Generated code names everything through one alias, `_cb`
+//! (the runtime crate, or `crate = path`), as `_cb::__private::…`.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
-use syn::{FnArg, Ident, ImplItemFn, Path, ReceiverKind, Type};
+use syn::Ident;
 
-use crate::ast::{Receiver, Tool, Toolbox};
-use crate::check::Checked;
+use crate::ast::{Receiver, unraw};
+use crate::check::{Checked, CheckedTool, MethodRef};
 
 /// The full expansion: the user's impl, then everything generated.
-pub fn expand(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
+pub fn expand(checked: &Checked<'_>) -> TokenStream {
+    let toolbox = checked.toolbox;
     let item = &toolbox.item;
-    let krate: Path = toolbox
-        .args
-        .krate
-        .clone()
-        .unwrap_or_else(|| syn::parse_quote!(::circuit_breaker));
-    let Some(base) = self_ident(&toolbox.item.self_ty) else {
-        return quote!(#item);
-    };
+    let krate = &checked.krate;
+    let base = &checked.base;
     let enum_ident = format_ident!("{}Tool", base);
     let handle_ident = format_ident!("Guarded{}", base);
     let self_ty = &toolbox.item.self_ty;
@@ -27,58 +24,65 @@ pub fn expand(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
     let generics_decl = &toolbox.item.generics.params;
     let self_doc = base.to_string();
 
-    let variants = &checked.variants;
-    let names: Vec<&str> = toolbox.tools.iter().map(|t| t.name.as_str()).collect();
-    let count = toolbox.tools.len();
-    let variant_docs = toolbox.tools.iter().map(|t| {
-        let provides = t.args.provides.as_deref().map_or("", String::as_str);
-        format!(" `{}`: {provides}", t.name)
-    });
-    let variant_names: Vec<String> = variants.iter().map(ToString::to_string).collect();
-
-    let map = capability_map(toolbox, checked);
-    let stale_tools: Vec<&Tool> = toolbox
+    let variants: Vec<&Ident> = checked.tools.iter().map(|t| &t.variant).collect();
+    let names: Vec<&str> = checked.tools.iter().map(|t| t.tool.name.as_str()).collect();
+    let count = checked.tools.len();
+    let variant_docs = checked
         .tools
         .iter()
-        .filter(|t| t.args.serve_stale.is_present())
-        .collect();
+        .map(|t| format!(" `{}`: {}", t.tool.name, t.provides));
+    let variant_names: Vec<String> = variants.iter().map(ToString::to_string).collect();
+
+    let map = capability_map(checked);
+    let stale_tools: Vec<&CheckedTool<'_>> =
+        checked.tools.iter().filter(|t| t.serve_stale).collect();
     let stale_fields = stale_tools.iter().map(|t| {
         let field = stale_field(t);
-        let output = &t.output;
+        let output = &t.tool.sig.output;
         quote!(#field: #krate::__private::StaleCache<<#output as #krate::__private::ToolResult>::Ok>,)
     });
     // `freshness(source = "..")`: what may change under the tool, for the CACHED label.
-    let sources = toolbox
-        .tools
-        .iter()
-        .zip(&checked.variants)
-        .filter_map(|(t, variant)| {
-            let source = t.args.freshness.source.as_deref()?;
-            let caches = t.args.caches.is_present();
-            Some(quote! {
-                expeditor.set_freshness_profile(
-                    #enum_ident::#variant,
-                    _cb::FreshnessProfile {
-                        caches: #caches,
-                        source: _cb::__private::Some(_cb::__private::String::from(#source)),
-                    },
-                );
-            })
-        });
+    let sources = checked.tools.iter().filter_map(|t| {
+        let source = t.source.as_deref()?;
+        let caches = t.caches;
+        let variant = &t.variant;
+        Some(quote! {
+            expeditor.set_freshness_profile(
+                #enum_ident::#variant,
+                _cb::__private::FreshnessProfile {
+                    caches: #caches,
+                    source: _cb::__private::Some(_cb::__private::String::from(#source)),
+                },
+            );
+        })
+    });
     let stale_inits = stale_tools.iter().map(|t| {
         let field = stale_field(t);
         quote!(#field: _cb::__private::core::default::Default::default(),)
     });
+    // A key not given is `None`: the runtime's `Policy` has the defaults (R2.2).
     let policy = {
         let p = &checked.policy;
-        let (t, b, e, s) = (p.threshold, p.budget, p.probe_every, p.steps);
-        quote!(_cb::__private::policy(#t, #b, #e, #s))
+        let option = |v: Option<TokenStream>| match v {
+            Some(v) => quote!(_cb::__private::Some(#v)),
+            None => quote!(_cb::__private::None),
+        };
+        let threshold = option(p.threshold.map(|v| quote!(#v)));
+        let budget = option(p.budget.map(|v| quote!(#v)));
+        let probe_every = option(p.probe_every.map(|v| quote!(#v)));
+        let unit = option(p.steps.map(|steps| {
+            if steps {
+                quote!(_cb::__private::ProbeUnit::Steps)
+            } else {
+                quote!(_cb::__private::ProbeUnit::Attempts)
+            }
+        }));
+        quote!(_cb::__private::declared_policy(#threshold, #budget, #probe_every, #unit))
     };
-    let methods = toolbox
+    let methods = checked
         .tools
         .iter()
-        .enumerate()
-        .map(|(i, tool)| handle_method(toolbox, checked, i, tool, &enum_ident));
+        .map(|tool| handle_method(checked, tool, &enum_ident));
 
     let enum_doc = format!(" The tools of [`{self_doc}`]'s `#[toolbox]`, in capability-map order.");
     let handle_doc = format!(
@@ -105,14 +109,14 @@ pub fn expand(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
         #[allow(private_interfaces)]
         pub struct #handle_ident<#generics_decl> #where_clause {
             toolbox: #self_ty,
-            expeditor: #krate::Expeditor,
+            expeditor: #krate::__private::Expeditor,
             #(#stale_fields)*
         }
 
         const _: () = {
             use #krate as _cb;
             #[allow(unused_imports)]
-            use _cb::__private::{ViaClassify as _, ViaDisplay as _, ViaError as _};
+            use _cb::__private::{NotDated as _, ViaClassify as _, ViaDated as _, ViaDisplay as _, ViaError as _};
             #map
 
             static __CB_ALL: [#enum_ident; #count] = [#(#enum_ident::#variants),*];
@@ -161,30 +165,30 @@ pub fn expand(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
                 }
 
                 /// The toolbox's capability map, checked at compile time.
-                pub fn capability_map() -> &'static _cb::CapabilityMap {
+                pub fn capability_map() -> &'static _cb::__private::CapabilityMap {
                     &__CB_MAP
                 }
             }
 
-            impl _cb::ToolSet for #enum_ident {
+            impl _cb::__private::ToolSet for #enum_ident {
                 const ALL: &'static [Self] = &__CB_ALL;
 
                 fn name(self) -> &'static str {
                     #enum_ident::name(self)
                 }
 
-                fn capability_map() -> &'static _cb::CapabilityMap {
+                fn capability_map() -> &'static _cb::__private::CapabilityMap {
                     &__CB_MAP
                 }
 
-                fn policy() -> _cb::Policy {
+                fn policy() -> _cb::__private::Policy {
                     #policy
                 }
             }
 
-            impl _cb::__private::core::convert::From<#enum_ident> for _cb::ToolId {
+            impl _cb::__private::core::convert::From<#enum_ident> for _cb::__private::ToolId {
                 fn from(tool: #enum_ident) -> Self {
-                    _cb::ToolId::from_index(tool as u32)
+                    _cb::__private::ToolId::from_index(tool as u32)
                 }
             }
 
@@ -201,10 +205,10 @@ pub fn expand(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
             }
 
             impl _cb::__private::core::str::FromStr for #enum_ident {
-                type Err = _cb::UnknownTool;
+                type Err = _cb::__private::UnknownTool;
 
-                fn from_str(name: &str) -> _cb::__private::core::result::Result<Self, _cb::UnknownTool> {
-                    <Self as _cb::ToolSet>::from_name(name)
+                fn from_str(name: &str) -> _cb::__private::core::result::Result<Self, _cb::__private::UnknownTool> {
+                    <Self as _cb::__private::ToolSet>::from_name(name)
                 }
             }
 
@@ -237,9 +241,9 @@ pub fn expand(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
                 /// observers, another policy.
                 pub fn with_expeditor(
                     toolbox: #self_ty,
-                    configure: impl _cb::__private::core::ops::FnOnce(_cb::ExpeditorBuilder) -> _cb::ExpeditorBuilder,
+                    configure: impl _cb::__private::core::ops::FnOnce(_cb::__private::ExpeditorBuilder) -> _cb::__private::ExpeditorBuilder,
                 ) -> Self {
-                    let builder = <#enum_ident as _cb::ToolSet>::expeditor_builder();
+                    let builder = <#enum_ident as _cb::__private::ToolSet>::expeditor_builder();
                     let expeditor = _cb::__private::expeditor(configure(builder));
                     #(#sources)*
                     Self {
@@ -250,7 +254,7 @@ pub fn expand(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
                 }
 
                 /// The expeditor: breakers, budget, reports.
-                pub fn expeditor(&self) -> &_cb::Expeditor {
+                pub fn expeditor(&self) -> &_cb::__private::Expeditor {
                     &self.expeditor
                 }
 
@@ -265,7 +269,7 @@ pub fn expand(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
                 }
 
                 /// The toolbox and its expeditor, apart.
-                pub fn into_parts(self) -> (#self_ty, _cb::Expeditor) {
+                pub fn into_parts(self) -> (#self_ty, _cb::__private::Expeditor) {
                     (self.toolbox, self.expeditor)
                 }
 
@@ -275,26 +279,15 @@ pub fn expand(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
     }
 }
 
-/// The last identifier of the impl's self type: `Workspace` for `Workspace<T>`.
-fn self_ident(ty: &Type) -> Option<Ident> {
-    match ty {
-        Type::Path(p) if p.qself.is_none() => p.path.segments.last().map(|s| s.ident.clone()),
-        Type::Group(g) => self_ident(&g.elem),
-        Type::Paren(p) => self_ident(&p.elem),
-        _ => None,
-    }
-}
-
 /// The capability map as statics: one array of alternatives per tool, the tools, the map.
-fn capability_map(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
+fn capability_map(checked: &Checked<'_>) -> TokenStream {
     let mut statics = TokenStream::new();
     let mut specs = Vec::new();
-    for (i, tool) in toolbox.tools.iter().enumerate() {
+    for (i, tool) in checked.tools.iter().enumerate() {
         let alts_ident = format_ident!("__CB_ALTERNATIVES_{}", i);
-        let alternatives = &checked.alternatives[i];
-        let n = alternatives.len();
-        let alts = alternatives.iter().map(|alt| {
-            let target = toolbox.tools[alt.target].name.as_str();
+        let n = tool.alternatives.len();
+        let alts = tool.alternatives.iter().map(|alt| {
+            let target = checked.tools[alt.target].tool.name.as_str();
             let method = alt.method.as_str();
             let degradation = match &alt.degradation {
                 None => quote!(_cb::__private::Degradation::unknown()),
@@ -318,16 +311,16 @@ fn capability_map(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
             });
             quote!(&#alts_ident)
         };
-        let name = tool.name.as_str();
-        let provides = tool.args.provides.as_deref().map_or("", String::as_str);
-        let fallback = tool.args.fallback.as_deref().map_or("", String::as_str);
+        let name = tool.tool.name.as_str();
+        let provides = tool.provides.as_str();
+        let fallback = tool.fallback.as_str();
         let option = |v: Option<u32>| match v {
             Some(v) => quote!(_cb::__private::Some(#v)),
             None => quote!(_cb::__private::None),
         };
-        let threshold = option(tool.args.threshold.as_deref().copied());
-        let probe_every = option(tool.args.probe_every.as_deref().copied());
-        let caches = tool.args.caches.is_present();
+        let threshold = option(tool.threshold);
+        let probe_every = option(tool.probe_every);
+        let caches = tool.caches;
         specs.push(quote! {
             _cb::__private::ToolSpec::new_static(#name, #provides, #alts_ref, #fallback, #threshold, #probe_every, #caches)
         });
@@ -342,14 +335,14 @@ fn capability_map(toolbox: &Toolbox, checked: &Checked) -> TokenStream {
 
 /// How the handle reaches a method: through `self.toolbox` or as an associated function.
 fn call(
-    toolbox: &Toolbox,
+    checked: &Checked<'_>,
     receiver: Receiver,
     method: &Ident,
-    args: &[Ident],
+    args: &[&Ident],
     is_async: bool,
     span: Span,
 ) -> TokenStream {
-    let self_ty = &toolbox.item.self_ty;
+    let self_ty = &checked.toolbox.item.self_ty;
     let target = match receiver {
         Receiver::Ref | Receiver::Mut => quote_spanned!(span=> self.toolbox.#method(#(#args),*)),
         Receiver::None => quote_spanned!(span=> <#self_ty>::#method(#(#args),*)),
@@ -361,51 +354,39 @@ fn call(
     }
 }
 
+/// A call of a checked method (an adapter, a precheck), spanned at its name where it is used.
+fn call_method(checked: &Checked<'_>, method: &MethodRef, args: &[&Ident]) -> TokenStream {
+    call(
+        checked,
+        method.receiver,
+        &method.ident,
+        args,
+        method.is_async,
+        method.ident.span(),
+    )
+}
+
 /// One method of the guarded handle, mirroring `tool`.
-fn handle_method(
-    toolbox: &Toolbox,
-    checked: &Checked,
-    index: usize,
-    tool: &Tool,
-    enum_ident: &Ident,
-) -> TokenStream {
-    let method: &ImplItemFn = &tool.method;
-    let sig = &method.sig;
-    let ident = &sig.ident;
-    let variant = &checked.variants[index];
+fn handle_method(checked: &Checked<'_>, tool: &CheckedTool<'_>, enum_ident: &Ident) -> TokenStream {
+    let sig = &tool.tool.sig;
+    let ident = &tool.tool.ident;
+    let variant = &tool.variant;
     let asyncness = &sig.asyncness;
     let generics = &sig.generics;
     let where_clause = &sig.generics.where_clause;
-    let output = &tool.output;
-    let is_async = asyncness.is_some();
-
-    let receiver = match sig.inputs.first() {
-        Some(FnArg::Receiver(r)) => match &r.kind {
-            ReceiverKind::Reference(and, lifetime, mutability) => {
-                quote!(#and #lifetime #mutability self)
-            }
-            _ => quote!(&self),
-        },
-        _ => quote!(&self),
-    };
-    let typed: Vec<&syn::PatType> = sig
-        .inputs
-        .iter()
-        .filter_map(|a| match a {
-            FnArg::Typed(p) => Some(p),
-            FnArg::Receiver(_) => None,
-        })
-        .collect();
-    let params = typed.iter().zip(&tool.arg_names).map(|(p, name)| {
-        let ty = &p.ty;
+    let output = &sig.output;
+    let is_async = sig.is_async();
+    let receiver = &sig.handle_receiver;
+    let params = sig.params.iter().map(|p| {
+        let (name, ty) = (&p.name, &p.ty);
         quote!(#name: #ty)
     });
-    let args = &tool.arg_names;
+    let args: Vec<&Ident> = tool.tool.arg_names().collect();
 
-    let docs = method.attrs.iter().filter(|a| a.path().is_ident("doc"));
+    let docs = &sig.docs;
     let guard_doc = format!(
         " Guarded `{}`: asks the expeditor first; see [the handle](Self).",
-        tool.name
+        tool.tool.name
     );
 
     let failure = quote!(|__cb_error| (&&&_cb::__private::Wrap(__cb_error)).__cb_failure());
@@ -414,24 +395,20 @@ fn handle_method(
     let output_span = syn::spanned::Spanned::span(output);
     let into_result = |call: &TokenStream| quote_spanned!(output_span=> <#output as _cb::__private::ToolResult>::into_result(#call));
     let primary = call(
-        toolbox,
-        tool.receiver,
+        checked,
+        sig.receiver,
         ident,
-        args,
+        &args,
         is_async,
         Span::call_site(),
     );
     let primary_result = into_result(&primary);
-    let adapters: Vec<(&Ident, usize)> = checked.alternatives[index]
-        .iter()
-        .filter_map(|alt| alt.via.as_ref().map(|via| (via, alt.target)))
-        .collect();
+    let adapters: Vec<(&MethodRef, usize)> = tool.adapters().collect();
 
     // Freshness (R6): which tools label their values, and keep the last good one.
-    let fresh = tool.args.freshness.on;
-    let caches = tool.args.caches.is_present();
-    let stale = tool.args.serve_stale.is_present();
-    let labelled = fresh || caches || stale;
+    let fresh = tool.freshness;
+    let stale = tool.serve_stale;
+    let labelled = fresh || tool.caches || stale;
     let hashed = fresh || stale;
     let value_ty = quote_spanned!(output_span=> <#output as _cb::__private::ToolResult>::Ok);
     let args_digest = if hashed {
@@ -439,6 +416,9 @@ fn handle_method(
     } else {
         TokenStream::new()
     };
+    // Every tool's value is dated when its type is `Dated` (R6.3): through autoref, so the
+    // date check is a constant `None` (and compiles away) for any other type.
+    let dated = quote!(|__cb_value| (&&_cb::__private::DateOf(__cb_value)).__cb_data_time());
     let freshen = if labelled {
         let args_field = if fresh {
             quote!(_cb::__private::Some(__cb_args))
@@ -451,13 +431,11 @@ fn handle_method(
             quote!(|_| _cb::__private::None)
         };
         quote! {
-            #[allow(unused_imports)]
-            use _cb::__private::{NotDated as _, ViaDated as _};
             let __cb_freshen: _cb::__private::Freshen<#value_ty> = _cb::__private::Freshen {
-                tool: _cb::ToolId::from(#enum_ident::#variant),
+                tool: _cb::__private::ToolId::from(#enum_ident::#variant),
                 args: #args_field,
                 digest: #digest,
-                dated: |__cb_value| (&&_cb::__private::DateOf(__cb_value)).__cb_data_time(),
+                dated: #dated,
             };
         }
     } else {
@@ -469,7 +447,7 @@ fn handle_method(
         let finished = if labelled {
             quote!(_cb::__private::finish_fresh(&self.expeditor, #ticket, #route, #result, #failure, &__cb_freshen))
         } else {
-            quote!(_cb::__private::finish(#ticket, #route, #result, #failure))
+            quote!(_cb::__private::finish_dated(&self.expeditor, #ticket, #route, #result, #failure, #dated))
         };
         if stale {
             quote!({
@@ -484,10 +462,12 @@ fn handle_method(
     let refuse = if stale {
         quote!(_cb::__private::serve_stale(__cb_refusal, &self.#stale_field, __cb_args))
     } else {
-        quote!(_cb::__private::Err(_cb::CallError::Refused(__cb_refusal)))
+        quote!(_cb::__private::Err(_cb::__private::CallError::Refused(
+            __cb_refusal
+        )))
     };
     let none = quote!(_cb::__private::None);
-    let prechecks = prechecks(toolbox, checked, index, &adapters, enum_ident);
+    let prechecks = prechecks(checked, tool, enum_ident);
 
     let body = if adapters.is_empty() {
         let done = finish(quote!(__cb_ticket), none.clone(), &primary_result);
@@ -499,14 +479,12 @@ fn handle_method(
         }
     } else {
         let targets = adapters.iter().map(|(_, target)| {
-            let v = &checked.variants[*target];
-            quote!(_cb::ToolId::from(#enum_ident::#v))
+            let v = &checked.tools[*target].variant;
+            quote!(_cb::__private::ToolId::from(#enum_ident::#v))
         });
         let last = adapters.len() - 1;
         let arms = adapters.iter().enumerate().map(|(i, (via, _))| {
-            let method = toolbox.methods.iter().find(|m| m.ident == **via);
-            let receiver = method.map_or(Receiver::None, |m| m.receiver);
-            let call = call(toolbox, receiver, via, args, is_async, via.span());
+            let call = call_method(checked, via, &args);
             let call_result = into_result(&call);
             let pattern = if i == last { quote!(..) } else { quote!(index: #i, ..) };
             let done = finish(
@@ -552,52 +530,17 @@ fn handle_method(
 }
 
 /// The field of the guarded handle keeping a `serve_stale` tool's last good results.
-fn stale_field(tool: &Tool) -> Ident {
-    format_ident!("__cb_stale_{}", crate::ast::unraw(tool.ident()))
+fn stale_field(tool: &CheckedTool<'_>) -> Ident {
+    format_ident!("__cb_stale_{}", unraw(&tool.tool.ident))
 }
 
-/// Runs the pre-call checks that are due (R10): the tool's own, and those of the
-/// alternatives its adapters go through (a sync tool runs only their sync checks).
-fn prechecks(
-    toolbox: &Toolbox,
-    checked: &Checked,
-    index: usize,
-    adapters: &[(&Ident, usize)],
-    enum_ident: &Ident,
-) -> TokenStream {
-    let tool = &toolbox.tools[index];
-    let tool_async = tool.method.sig.asyncness.is_some();
-    let mut wanted = vec![index];
-    wanted.extend(adapters.iter().map(|(_, target)| *target));
+/// Runs the pre-call checks the checked model lists for this tool (R10): its own, and those
+/// of the alternatives its adapters go through.
+fn prechecks(checked: &Checked<'_>, tool: &CheckedTool<'_>, enum_ident: &Ident) -> TokenStream {
     let mut out = TokenStream::new();
-    for (n, target) in wanted.into_iter().enumerate() {
-        let owner = &toolbox.tools[target];
-        let Some(check) = owner.args.precheck.as_ref().and_then(Path::get_ident) else {
-            continue;
-        };
-        let Some(method) = toolbox.methods.iter().find(|m| m.ident == *check) else {
-            continue;
-        };
-        if method.is_async && !tool_async {
-            continue;
-        }
-        // An adapter's target is checked through `&self`; skip checks needing `&mut self`
-        // there, and checks needing a receiver for a tool without one.
-        if n > 0 && method.receiver == Receiver::Mut {
-            continue;
-        }
-        if method.receiver != Receiver::None && tool.receiver == Receiver::None {
-            continue;
-        }
-        let variant = &checked.variants[target];
-        let run = call(
-            toolbox,
-            method.receiver,
-            check,
-            &[],
-            method.is_async,
-            check.span(),
-        );
+    for precheck in &tool.prechecks {
+        let variant = &checked.tools[precheck.tool].variant;
+        let run = call_method(checked, &precheck.method, &[]);
         out.extend(quote! {
             if self.expeditor.should_precheck(#enum_ident::#variant) {
                 let __cb_availability = _cb::__private::IntoAvailability::into_availability(#run);

@@ -3,8 +3,11 @@
 //! map, the tool enum and a guarded handle that routes every call through the expeditor.
 //!
 //! Users depend on `circuit-breaker` alone, which re-exports these macros; the grammar and the
-//! generated API are documented there. This crate is split in phases: `ast` parses,
-//! `check` applies the capability map's rules, `expand` generates.
+//! generated API are documented there. This crate is split in phases, one file each: `attr`
+//! parses the attributes' arguments (darling), `ast` builds the model of the toolbox from them
+//! and the methods' signatures, `check` applies the capability map's rules and resolves every
+//! name, `expand` generates from the checked model alone. Every mistake is a spanned error of
+//! `attr`, `ast` or `check`, all reported in one compile.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -14,6 +17,7 @@ use proc_macro::TokenStream;
 use quote::quote;
 
 mod ast;
+mod attr;
 mod check;
 mod expand;
 
@@ -28,12 +32,13 @@ pub fn toolbox(args: TokenStream, input: TokenStream) -> TokenStream {
         return quote!(#input #errors).into();
     };
     let checked = check::check(&toolbox, &mut errors);
-    match errors.finish() {
-        Ok(()) => expand::expand(&toolbox, &checked).into(),
+    match (errors.finish(), checked) {
+        (Ok(()), Some(checked)) => expand::expand(&checked).into(),
         // The user's impl is still emitted, so one mistake gives one error, not a cascade.
-        Err(errors) => {
+        // (`check` gives no model only with an error pushed.)
+        (result, _) => {
             let item = &toolbox.item;
-            let errors = errors.write_errors();
+            let errors = result.err().map(Error::write_errors);
             quote!(#item #errors).into()
         }
     }

@@ -3,17 +3,42 @@
 //!
 //! - `healthy/*`: a CLOSED breaker, every call succeeding — the path every tool call takes;
 //! - `rejected/*`: an OPEN breaker turning the call away;
-//! - `contended/*`: two threads calling one healthy tool at once (time per call per thread).
+//! - `contended/*`: two threads calling one healthy tool at once (time per call per thread);
+//! - `step_healthy/<implementation>/<cadence>`: the healthy path as a real agent takes it,
+//!   with `advance_step()` before every call (`step every call`), before every tenth call
+//!   (`step every 10 calls`) or never (`no step`). recloser and failsafe have no steps: their
+//!   loop has the same shape, with an `AtomicU64` step counter advanced the same way as ours,
+//!   and `bare call` is that loop around the tool with no breaker at all;
+//! - `step_contended/<implementation>/<threads>`: one healthy tool called from `1 thread` or
+//!   from `2 threads` at once, each thread stepping before every tenth of its calls (so the
+//!   whole run steps once per ten calls either way; time per call per thread).
 //!
-//! Run with `cargo bench -p circuit-breaker --bench breakers`; `BENCHMARKS.md` has a run.
+//! How to read the step cases (issue #14's targets), with `t(impl, cadence)` the median of
+//! `step_healthy/<impl>/<cadence>` from one run:
+//!
+//! - breaker overhead = `t(impl, cadence) - t(bare call, cadence)`: the loop, the tool and
+//!   the step counter are the same on both sides, only the breaker differs;
+//! - cost of stepping for ours = overhead(`circuit-breaker runtime API`, `step every call`) /
+//!   overhead(`circuit-breaker runtime API`, `no step`) (target at most 2x);
+//! - against the peers at the same cadence = `t(circuit-breaker runtime API, step every 10
+//!   calls) / t(recloser 1.4, step every 10 calls)` (target at most 0.5x; also for failsafe);
+//! - generated code = `t(circuit-breaker #[toolbox] method, c) / t(circuit-breaker runtime
+//!   API, c)` (target at most 1.3x);
+//! - contention = `t(step_contended/<impl>/2 threads) / t(step_contended/<impl>/1 thread)`
+//!   per implementation (target at most 1.5x for ours).
+//!
+//! Run with `cargo bench -p circuit-breaker --bench breakers` (only the step cases:
+//! `... -- step_`); `BENCHMARKS.md` has a run.
 
 use std::hint::black_box;
 use std::sync::Barrier;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use circuit_breaker::{Decision, Expeditor, Policy, ToolId, toolbox};
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, BenchmarkId, Criterion, criterion_group, criterion_main};
 
 /// The tool: as cheap as a function can be, so that only the breaker is measured.
 #[inline(never)]
@@ -241,11 +266,165 @@ fn contended(c: &mut Criterion) {
     group.finish();
 }
 
+/// The bare loop's step counter, advanced exactly as `Expeditor::advance_step` advances its
+/// own (a saturating compare-and-swap), so that subtracting the bare loop removes the step.
+#[inline]
+fn advance(steps: &AtomicU64) -> u64 {
+    let previous = steps
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| {
+            Some(s.saturating_add(1))
+        })
+        .unwrap_or(u64::MAX);
+    previous.saturating_add(1)
+}
+
+/// Whether call number `x` is preceded by a step: never (`EVERY == 0`), before every call
+/// (`1`) or before every `EVERY`th. A constant, so `no step` carries no test at all.
+#[inline(always)]
+fn due<const EVERY: u64>(x: u64) -> bool {
+    match EVERY {
+        0 => false,
+        1 => true,
+        n => x.is_multiple_of(n),
+    }
+}
+
+const NO_STEP: &str = "no step";
+const EVERY_10: &str = "step every 10 calls";
+const EVERY_CALL: &str = "step every call";
+
+fn step_healthy(c: &mut Criterion) {
+    let mut group = c.benchmark_group("step_healthy");
+    step_cadence::<0>(&mut group, NO_STEP);
+    step_cadence::<10>(&mut group, EVERY_10);
+    step_cadence::<1>(&mut group, EVERY_CALL);
+    group.finish();
+}
+
+/// Every implementation at one cadence, each on a fresh breaker and step counter.
+fn step_cadence<const EVERY: u64>(group: &mut BenchmarkGroup<'_, WallTime>, cadence: &str) {
+    let steps = AtomicU64::new(0);
+    group.bench_function(BenchmarkId::new("bare call", cadence), |b| {
+        let mut x = 0u64;
+        b.iter(|| {
+            x = x.wrapping_add(1);
+            if due::<EVERY>(x) {
+                black_box(advance(&steps));
+            }
+            black_box(work(black_box(x)).ok())
+        });
+    });
+    let (expeditor, id) = expeditor();
+    group.bench_function(
+        BenchmarkId::new("circuit-breaker runtime API", cadence),
+        |b| {
+            let mut x = 0u64;
+            b.iter(|| {
+                x = x.wrapping_add(1);
+                if due::<EVERY>(x) {
+                    black_box(expeditor.advance_step());
+                }
+                black_box(guarded_call(&expeditor, id, black_box(x)))
+            });
+        },
+    );
+    let guarded = GuardedBench::new(Bench);
+    group.bench_function(
+        BenchmarkId::new("circuit-breaker #[toolbox] method", cadence),
+        |b| {
+            let mut x = 0u64;
+            b.iter(|| {
+                x = x.wrapping_add(1);
+                if due::<EVERY>(x) {
+                    black_box(guarded.expeditor().advance_step());
+                }
+                black_box(guarded.work(black_box(x)).ok().map(|r| r.value))
+            });
+        },
+    );
+    let recloser = recloser();
+    let steps = AtomicU64::new(0);
+    group.bench_function(BenchmarkId::new("recloser 1.4", cadence), |b| {
+        let mut x = 0u64;
+        b.iter(|| {
+            x = x.wrapping_add(1);
+            if due::<EVERY>(x) {
+                black_box(advance(&steps));
+            }
+            black_box(recloser.call(|| work(black_box(x))).ok())
+        });
+    });
+    let failsafe = failsafe();
+    let steps = AtomicU64::new(0);
+    group.bench_function(BenchmarkId::new("failsafe 1.3", cadence), |b| {
+        use failsafe::CircuitBreaker as _;
+        let mut x = 0u64;
+        b.iter(|| {
+            x = x.wrapping_add(1);
+            if due::<EVERY>(x) {
+                black_box(advance(&steps));
+            }
+            black_box(failsafe.call(|| work(black_box(x))).ok())
+        });
+    });
+}
+
+/// Two threads on one tool, each stepping before every tenth of its own calls (one shared
+/// step counter, as one agent's expeditor has one step).
+fn step_contended(c: &mut Criterion) {
+    let mut group = c.benchmark_group("step_contended");
+    let bare_steps = AtomicU64::new(0);
+    let bare = |x: u64| {
+        if due::<10>(x) {
+            black_box(advance(&bare_steps));
+        }
+        black_box(work(black_box(x)).ok());
+    };
+    let (expeditor, id) = expeditor();
+    let ours = |x: u64| {
+        if due::<10>(x) {
+            black_box(expeditor.advance_step());
+        }
+        black_box(guarded_call(&expeditor, id, black_box(x)));
+    };
+    let recloser = recloser();
+    let recloser_steps = AtomicU64::new(0);
+    let theirs = |x: u64| {
+        if due::<10>(x) {
+            black_box(advance(&recloser_steps));
+        }
+        black_box(recloser.call(|| work(black_box(x))).ok());
+    };
+    let failsafe = failsafe();
+    let failsafe_steps = AtomicU64::new(0);
+    let safe = |x: u64| {
+        use failsafe::CircuitBreaker as _;
+        if due::<10>(x) {
+            black_box(advance(&failsafe_steps));
+        }
+        black_box(failsafe.call(|| work(black_box(x))).ok());
+    };
+    for (name, call) in [
+        ("bare call", &bare as &(dyn Fn(u64) + Sync)),
+        ("circuit-breaker runtime API", &ours),
+        ("recloser 1.4", &theirs),
+        ("failsafe 1.3", &safe),
+    ] {
+        group.bench_function(BenchmarkId::new(name, "1 thread"), |b| {
+            b.iter_custom(|iters| on_threads(1, iters, call));
+        });
+        group.bench_function(BenchmarkId::new(name, "2 threads"), |b| {
+            b.iter_custom(|iters| on_threads(2, iters, call));
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    targets = healthy, rejected, contended
+    targets = healthy, rejected, contended, step_healthy, step_contended
 }
 criterion_main!(benches);

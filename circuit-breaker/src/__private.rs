@@ -4,12 +4,12 @@ use std::fmt;
 
 pub use crate::capability::{AlternativeSpec, CapabilityMap, Degradation, ToolSpec};
 pub use crate::executor::{
-    CallError, Freshen, Plan, Routed, finish, finish_fresh, keep_last_good, plan, plan_direct,
-    serve_stale,
+    CallError, Freshen, Plan, Routed, finish, finish_dated, finish_fresh, keep_last_good, plan,
+    plan_direct, serve_stale,
 };
 pub use crate::expeditor::{Expeditor, ExpeditorBuilder, ToolId};
 pub use crate::failure::{Classify, Failure};
-pub use crate::freshness::{Dated, StaleCache, digest};
+pub use crate::freshness::{Dated, FreshnessProfile, StaleCache, digest};
 pub use crate::policy::{Policy, ProbeUnit};
 pub use crate::precheck::Availability;
 pub use crate::toolbox::{ToolSet, UnknownTool};
@@ -20,7 +20,8 @@ pub use serde;
 pub use std::string::String;
 
 /// A policy from values the macro has already checked (each at least 1). Zero never reaches
-/// here; if it did, it would be raised to 1 rather than panic.
+/// here; if it did, it would be raised to 1 rather than panic. Kept for expansions of earlier
+/// versions; the macro now emits [`declared_policy`], which takes the defaults from [`Policy`].
 pub const fn policy(threshold: u32, budget: u32, probe_every: u32, steps: bool) -> Policy {
     Policy::from_checked(
         if threshold == 0 { 1 } else { threshold },
@@ -30,6 +31,35 @@ pub const fn policy(threshold: u32, budget: u32, probe_every: u32, steps: bool) 
             ProbeUnit::Steps
         } else {
             ProbeUnit::Attempts
+        },
+    )
+}
+
+/// The policy a `#[toolbox(policy(..))]` declares: each key given (checked by the macro to be
+/// at least 1), and for each key left out the runtime's default ([`Policy::DEFAULT_THRESHOLD`],
+/// [`Policy::DEFAULT_BUDGET`], [`Policy::DEFAULT_PROBE_EVERY`], [`ProbeUnit::Attempts`]): the
+/// defaults live here, in the runtime, and nowhere in the macro (R2.2). A zero that reached
+/// here anyway would be raised to 1 rather than panic.
+pub const fn declared_policy(
+    threshold: Option<u32>,
+    budget: Option<u32>,
+    probe_every: Option<u32>,
+    probe_unit: Option<ProbeUnit>,
+) -> Policy {
+    const fn or(value: Option<u32>, default: u32) -> u32 {
+        match value {
+            Some(0) => 1,
+            Some(v) => v,
+            None => default,
+        }
+    }
+    Policy::from_checked(
+        or(threshold, Policy::DEFAULT_THRESHOLD),
+        or(budget, Policy::DEFAULT_BUDGET),
+        or(probe_every, Policy::DEFAULT_PROBE_EVERY),
+        match probe_unit {
+            Some(unit) => unit,
+            None => ProbeUnit::Attempts,
         },
     )
 }

@@ -275,6 +275,41 @@ pub fn finish<T, E>(
     }
 }
 
+/// [`finish`] for a tool with no freshness keys, dating its value (R6.3): a value that says it
+/// is from before the current cycle ([`Dated`](crate::freshness::Dated)) is labelled STALE
+/// DATA, also when it came through an alternative; any other value is fresh.
+///
+/// `dated` is the generated autoref probe: for an output that is not `Dated` it is a constant
+/// `None`, so once inlined the check (and the read of the cycle's start) compiles away and the
+/// healthy path is [`finish`]'s.
+///
+/// # Errors
+/// [`CallError::Failed`] when `result` is an error; `failure` describes it for the breaker.
+#[inline]
+pub fn finish_dated<T, E>(
+    expeditor: &Expeditor,
+    ticket: Ticket<'_>,
+    route: Option<Box<RouteTaken>>,
+    result: Result<T, E>,
+    failure: fn(&E) -> Failure,
+    dated: impl FnOnce(&T) -> Option<crate::clock::Timestamp>,
+) -> Result<Routed<T>, CallError<E>> {
+    let mut routed = finish(ticket, route, result, failure)?;
+    if let Some(at) = dated(&routed.value) {
+        routed.freshness = stale_before_cycle(expeditor, at);
+    }
+    Ok(routed)
+}
+
+/// STALE DATA when `at` is before the current cycle began (R6.2), no label otherwise.
+fn stale_before_cycle(expeditor: &Expeditor, at: crate::clock::Timestamp) -> Freshness {
+    if at < expeditor.cycle_started_at() {
+        Freshness::Stale { retrieved_at: at }
+    } else {
+        Freshness::Fresh
+    }
+}
+
 /// Where a guarded call's freshness is judged (R6): which tool, the digest of its arguments,
 /// how to digest its value, and the time the value says it is from.
 pub struct Freshen<T> {

@@ -3,7 +3,8 @@
 //! an executor does, an event log, and golden-file comparison.
 //!
 //! Golden files live in `tests/golden/`. Each file holds the rendered text followed by one
-//! newline. Run with `UPDATE_GOLDEN=1` to rewrite them after an intended change — except the
+//! newline. A missing or different file fails the test. Run with `UPDATE_GOLDEN=1` (exactly
+//! `1`; any other value compares) to rewrite them after an intended change — except the
 //! `seed_*` files, which are copied verbatim from the seed and are never rewritten.
 
 // Every test binary includes this module and uses a different subset of it.
@@ -229,39 +230,77 @@ fn golden_path(file: &str) -> PathBuf {
         .join(file)
 }
 
+/// Whether the environment asks to rewrite golden files: `UPDATE_GOLDEN` set to exactly `1`.
+/// Unset, empty, `0`, `true` or anything else compares (`.ci/run` unsets it).
+pub fn update_golden_requested() -> bool {
+    update_requested(std::env::var_os("UPDATE_GOLDEN").as_deref())
+}
+
+/// The rule behind [`update_golden_requested`], apart from the environment so it can be tested.
+pub fn update_requested(value: Option<&std::ffi::OsStr>) -> bool {
+    value.is_some_and(|v| v == "1")
+}
+
 /// Compares `actual` with `tests/golden/<file>` (which holds `actual` plus one newline).
-/// `UPDATE_GOLDEN=1` rewrites the file instead, except for the seed's verbatim `seed_*` files.
-/// On a mismatch, panics with a line diff.
+/// `UPDATE_GOLDEN=1` (exactly) rewrites the file instead, except for the seed's verbatim
+/// `seed_*` files; without it a missing or different file fails. On a mismatch, panics with a
+/// line diff.
 #[track_caller]
 pub fn assert_golden(file: &str, actual: &str) {
-    let path = golden_path(file);
-    let wanted = format!("{actual}\n");
-    let update = std::env::var("UPDATE_GOLDEN").is_ok_and(|v| v == "1");
-    if update && !file.starts_with("seed_") {
-        std::fs::create_dir_all(path.parent().expect("golden dir")).expect("create golden dir");
-        std::fs::write(&path, &wanted).expect("write golden file");
-        return;
+    let verbatim = file.starts_with("seed_");
+    if let Err(message) = compare_golden(
+        &golden_path(file),
+        actual,
+        update_golden_requested(),
+        verbatim,
+    ) {
+        panic!("{message}");
     }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "golden file {} not readable ({e}); run with UPDATE_GOLDEN=1 to create it.\n\
-             actual text:\n{actual}",
-            path.display()
+}
+
+/// What [`assert_golden`] does, with the update switch and the path passed in: `update`
+/// rewrites the file (unless `verbatim`) and reports it on stderr; otherwise a missing or
+/// different file is an error (with a line diff). Never creates a file when `update` is false.
+pub fn compare_golden(
+    path: &std::path::Path,
+    actual: &str,
+    update: bool,
+    verbatim: bool,
+) -> Result<(), String> {
+    let wanted = format!("{actual}\n");
+    if update && !verbatim {
+        if std::fs::read_to_string(path).ok().as_deref() != Some(wanted.as_str()) {
+            std::fs::create_dir_all(path.parent().expect("golden dir")).expect("create golden dir");
+            std::fs::write(path, &wanted).expect("write golden file");
+            eprintln!("UPDATE_GOLDEN=1: rewrote {}", path.display());
+        }
+        return Ok(());
+    }
+    let expected = std::fs::read_to_string(path).map_err(|e| {
+        format!(
+            "golden file {} not readable ({e}); {}.\nactual text:\n{actual}",
+            path.display(),
+            if verbatim {
+                "it is copied verbatim from the seed and never generated"
+            } else {
+                "run with UPDATE_GOLDEN=1 to create it, then review it"
+            },
         )
-    });
+    })?;
     if expected != wanted {
-        panic!(
+        return Err(format!(
             "rendered text differs from golden file {}{}\n\
              (- golden, + actual; `·` marks a trailing space, `⏎` a missing final newline)\n{}",
             path.display(),
-            if file.starts_with("seed_") {
+            if verbatim {
                 " (copied verbatim from the seed: fix the code, not the file)"
             } else {
                 "; if the change is intended, rerun with UPDATE_GOLDEN=1"
             },
             line_diff(&expected, &wanted)
-        );
+        ));
     }
+    Ok(())
 }
 
 /// A small line diff (longest common subsequence), readable in a test failure.

@@ -21,7 +21,7 @@ pub enum IndexTool {
 #[allow(private_interfaces)]
 pub struct GuardedIndex {
     toolbox: Index,
-    expeditor: ::circuit_breaker::Expeditor,
+    expeditor: ::circuit_breaker::__private::Expeditor,
     __cb_stale_search: ::circuit_breaker::__private::StaleCache<
         <Result<
             Vec<String>,
@@ -32,7 +32,9 @@ pub struct GuardedIndex {
 const _: () = {
     use ::circuit_breaker as _cb;
     #[allow(unused_imports)]
-    use _cb::__private::{ViaClassify as _, ViaDisplay as _, ViaError as _};
+    use _cb::__private::{
+        NotDated as _, ViaClassify as _, ViaDated as _, ViaDisplay as _, ViaError as _,
+    };
     static __CB_TOOLS: [_cb::__private::ToolSpec; 2usize] = [
         _cb::__private::ToolSpec::new_static(
             "search",
@@ -99,25 +101,30 @@ const _: () = {
             __CB_NAMES[self as usize]
         }
         /// The toolbox's capability map, checked at compile time.
-        pub fn capability_map() -> &'static _cb::CapabilityMap {
+        pub fn capability_map() -> &'static _cb::__private::CapabilityMap {
             &__CB_MAP
         }
     }
-    impl _cb::ToolSet for IndexTool {
+    impl _cb::__private::ToolSet for IndexTool {
         const ALL: &'static [Self] = &__CB_ALL;
         fn name(self) -> &'static str {
             IndexTool::name(self)
         }
-        fn capability_map() -> &'static _cb::CapabilityMap {
+        fn capability_map() -> &'static _cb::__private::CapabilityMap {
             &__CB_MAP
         }
-        fn policy() -> _cb::Policy {
-            _cb::__private::policy(3u32, 5u32, 3u32, false)
+        fn policy() -> _cb::__private::Policy {
+            _cb::__private::declared_policy(
+                _cb::__private::None,
+                _cb::__private::None,
+                _cb::__private::None,
+                _cb::__private::None,
+            )
         }
     }
-    impl _cb::__private::core::convert::From<IndexTool> for _cb::ToolId {
+    impl _cb::__private::core::convert::From<IndexTool> for _cb::__private::ToolId {
         fn from(tool: IndexTool) -> Self {
-            _cb::ToolId::from_index(tool as u32)
+            _cb::__private::ToolId::from_index(tool as u32)
         }
     }
     impl _cb::__private::core::convert::From<IndexTool> for _cb::__private::String {
@@ -134,11 +141,11 @@ const _: () = {
         }
     }
     impl _cb::__private::core::str::FromStr for IndexTool {
-        type Err = _cb::UnknownTool;
+        type Err = _cb::__private::UnknownTool;
         fn from_str(
             name: &str,
-        ) -> _cb::__private::core::result::Result<Self, _cb::UnknownTool> {
-            <Self as _cb::ToolSet>::from_name(name)
+        ) -> _cb::__private::core::result::Result<Self, _cb::__private::UnknownTool> {
+            <Self as _cb::__private::ToolSet>::from_name(name)
         }
     }
     impl _cb::__private::serde::Serialize for IndexTool {
@@ -168,10 +175,10 @@ const _: () = {
         pub fn with_expeditor(
             toolbox: Index,
             configure: impl _cb::__private::core::ops::FnOnce(
-                _cb::ExpeditorBuilder,
-            ) -> _cb::ExpeditorBuilder,
+                _cb::__private::ExpeditorBuilder,
+            ) -> _cb::__private::ExpeditorBuilder,
         ) -> Self {
-            let builder = <IndexTool as _cb::ToolSet>::expeditor_builder();
+            let builder = <IndexTool as _cb::__private::ToolSet>::expeditor_builder();
             let expeditor = _cb::__private::expeditor(configure(builder));
             Self {
                 toolbox,
@@ -180,7 +187,7 @@ const _: () = {
             }
         }
         /// The expeditor: breakers, budget, reports.
-        pub fn expeditor(&self) -> &_cb::Expeditor {
+        pub fn expeditor(&self) -> &_cb::__private::Expeditor {
             &self.expeditor
         }
         /// The toolbox itself, unguarded.
@@ -192,7 +199,7 @@ const _: () = {
             &mut self.toolbox
         }
         /// The toolbox and its expeditor, apart.
-        pub fn into_parts(self) -> (Index, _cb::Expeditor) {
+        pub fn into_parts(self) -> (Index, _cb::__private::Expeditor) {
             (self.toolbox, self.expeditor)
         }
         ///
@@ -208,12 +215,10 @@ const _: () = {
                 );
                 self.expeditor.record_precheck(IndexTool::Search, __cb_availability);
             }
-            #[allow(unused_imports)]
-            use _cb::__private::{NotDated as _, ViaDated as _};
             let __cb_freshen: _cb::__private::Freshen<
                 <Result<Vec<String>, std::io::Error> as _cb::__private::ToolResult>::Ok,
             > = _cb::__private::Freshen {
-                tool: _cb::ToolId::from(IndexTool::Search),
+                tool: _cb::__private::ToolId::from(IndexTool::Search),
                 args: _cb::__private::Some(__cb_args),
                 digest: |__cb_value| _cb::__private::Some(
                     _cb::__private::digest(__cb_value),
@@ -262,12 +267,10 @@ const _: () = {
             &self,
             key: u64,
         ) -> _cb::__private::Outcome<Result<u64, std::io::Error>> {
-            #[allow(unused_imports)]
-            use _cb::__private::{NotDated as _, ViaDated as _};
             let __cb_freshen: _cb::__private::Freshen<
                 <Result<u64, std::io::Error> as _cb::__private::ToolResult>::Ok,
             > = _cb::__private::Freshen {
-                tool: _cb::ToolId::from(IndexTool::Lookup),
+                tool: _cb::__private::ToolId::from(IndexTool::Lookup),
                 args: _cb::__private::None,
                 digest: |_| _cb::__private::None,
                 dated: |__cb_value| {
@@ -293,7 +296,7 @@ const _: () = {
                     )
                 }
                 _cb::__private::Err(__cb_refusal) => {
-                    _cb::__private::Err(_cb::CallError::Refused(__cb_refusal))
+                    _cb::__private::Err(_cb::__private::CallError::Refused(__cb_refusal))
                 }
             }
         }

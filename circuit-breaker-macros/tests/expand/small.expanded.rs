@@ -27,12 +27,14 @@ pub enum WorkspaceTool {
 #[allow(private_interfaces)]
 pub struct GuardedWorkspace {
     toolbox: Workspace,
-    expeditor: ::circuit_breaker::Expeditor,
+    expeditor: ::circuit_breaker::__private::Expeditor,
 }
 const _: () = {
     use ::circuit_breaker as _cb;
     #[allow(unused_imports)]
-    use _cb::__private::{ViaClassify as _, ViaDisplay as _, ViaError as _};
+    use _cb::__private::{
+        NotDated as _, ViaClassify as _, ViaDated as _, ViaDisplay as _, ViaError as _,
+    };
     static __CB_ALTERNATIVES_0: [_cb::__private::AlternativeSpec; 1usize] = [
         _cb::__private::AlternativeSpec::new_static(
             "bash",
@@ -121,25 +123,30 @@ const _: () = {
             __CB_NAMES[self as usize]
         }
         /// The toolbox's capability map, checked at compile time.
-        pub fn capability_map() -> &'static _cb::CapabilityMap {
+        pub fn capability_map() -> &'static _cb::__private::CapabilityMap {
             &__CB_MAP
         }
     }
-    impl _cb::ToolSet for WorkspaceTool {
+    impl _cb::__private::ToolSet for WorkspaceTool {
         const ALL: &'static [Self] = &__CB_ALL;
         fn name(self) -> &'static str {
             WorkspaceTool::name(self)
         }
-        fn capability_map() -> &'static _cb::CapabilityMap {
+        fn capability_map() -> &'static _cb::__private::CapabilityMap {
             &__CB_MAP
         }
-        fn policy() -> _cb::Policy {
-            _cb::__private::policy(2u32, 4u32, 3u32, false)
+        fn policy() -> _cb::__private::Policy {
+            _cb::__private::declared_policy(
+                _cb::__private::Some(2u32),
+                _cb::__private::Some(4u32),
+                _cb::__private::None,
+                _cb::__private::None,
+            )
         }
     }
-    impl _cb::__private::core::convert::From<WorkspaceTool> for _cb::ToolId {
+    impl _cb::__private::core::convert::From<WorkspaceTool> for _cb::__private::ToolId {
         fn from(tool: WorkspaceTool) -> Self {
-            _cb::ToolId::from_index(tool as u32)
+            _cb::__private::ToolId::from_index(tool as u32)
         }
     }
     impl _cb::__private::core::convert::From<WorkspaceTool> for _cb::__private::String {
@@ -156,11 +163,11 @@ const _: () = {
         }
     }
     impl _cb::__private::core::str::FromStr for WorkspaceTool {
-        type Err = _cb::UnknownTool;
+        type Err = _cb::__private::UnknownTool;
         fn from_str(
             name: &str,
-        ) -> _cb::__private::core::result::Result<Self, _cb::UnknownTool> {
-            <Self as _cb::ToolSet>::from_name(name)
+        ) -> _cb::__private::core::result::Result<Self, _cb::__private::UnknownTool> {
+            <Self as _cb::__private::ToolSet>::from_name(name)
         }
     }
     impl _cb::__private::serde::Serialize for WorkspaceTool {
@@ -190,15 +197,15 @@ const _: () = {
         pub fn with_expeditor(
             toolbox: Workspace,
             configure: impl _cb::__private::core::ops::FnOnce(
-                _cb::ExpeditorBuilder,
-            ) -> _cb::ExpeditorBuilder,
+                _cb::__private::ExpeditorBuilder,
+            ) -> _cb::__private::ExpeditorBuilder,
         ) -> Self {
-            let builder = <WorkspaceTool as _cb::ToolSet>::expeditor_builder();
+            let builder = <WorkspaceTool as _cb::__private::ToolSet>::expeditor_builder();
             let expeditor = _cb::__private::expeditor(configure(builder));
             Self { toolbox, expeditor }
         }
         /// The expeditor: breakers, budget, reports.
-        pub fn expeditor(&self) -> &_cb::Expeditor {
+        pub fn expeditor(&self) -> &_cb::__private::Expeditor {
             &self.expeditor
         }
         /// The toolbox itself, unguarded.
@@ -210,7 +217,7 @@ const _: () = {
             &mut self.toolbox
         }
         /// The toolbox and its expeditor, apart.
-        pub fn into_parts(self) -> (Workspace, _cb::Expeditor) {
+        pub fn into_parts(self) -> (Workspace, _cb::__private::Expeditor) {
             (self.toolbox, self.expeditor)
         }
         /// Searches file contents.
@@ -223,10 +230,11 @@ const _: () = {
             match _cb::__private::plan(
                 &self.expeditor,
                 WorkspaceTool::Grep,
-                &[_cb::ToolId::from(WorkspaceTool::Bash)],
+                &[_cb::__private::ToolId::from(WorkspaceTool::Bash)],
             ) {
                 _cb::__private::Plan::Primary(__cb_ticket) => {
-                    _cb::__private::finish(
+                    _cb::__private::finish_dated(
+                        &self.expeditor,
                         __cb_ticket,
                         _cb::__private::None,
                         <Result<
@@ -235,7 +243,12 @@ const _: () = {
                         > as _cb::__private::ToolResult>::into_result(
                             self.toolbox.grep(pattern),
                         ),
-                        |__cb_error| (&&&_cb::__private::Wrap(__cb_error)).__cb_failure(),
+                        |__cb_error| {
+                            (&&&_cb::__private::Wrap(__cb_error)).__cb_failure()
+                        },
+                        |__cb_value| {
+                            (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
+                        },
                     )
                 }
                 _cb::__private::Plan::Adapter {
@@ -243,7 +256,8 @@ const _: () = {
                     route: __cb_route,
                     ..
                 } => {
-                    _cb::__private::finish(
+                    _cb::__private::finish_dated(
+                        &self.expeditor,
                         __cb_ticket,
                         _cb::__private::Some(__cb_route),
                         <Result<
@@ -252,11 +266,16 @@ const _: () = {
                         > as _cb::__private::ToolResult>::into_result(
                             self.toolbox.grep_with_rg(pattern),
                         ),
-                        |__cb_error| (&&&_cb::__private::Wrap(__cb_error)).__cb_failure(),
+                        |__cb_error| {
+                            (&&&_cb::__private::Wrap(__cb_error)).__cb_failure()
+                        },
+                        |__cb_value| {
+                            (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
+                        },
                     )
                 }
                 _cb::__private::Plan::Refuse(__cb_refusal) => {
-                    _cb::__private::Err(_cb::CallError::Refused(__cb_refusal))
+                    _cb::__private::Err(_cb::__private::CallError::Refused(__cb_refusal))
                 }
             }
         }
@@ -268,7 +287,8 @@ const _: () = {
         ) -> _cb::__private::Outcome<Result<String, std::io::Error>> {
             match _cb::__private::plan_direct(&self.expeditor, WorkspaceTool::Bash) {
                 _cb::__private::Ok(__cb_ticket) => {
-                    _cb::__private::finish(
+                    _cb::__private::finish_dated(
+                        &self.expeditor,
                         __cb_ticket,
                         _cb::__private::None,
                         <Result<
@@ -277,11 +297,16 @@ const _: () = {
                         > as _cb::__private::ToolResult>::into_result(
                             self.toolbox.bash(command),
                         ),
-                        |__cb_error| (&&&_cb::__private::Wrap(__cb_error)).__cb_failure(),
+                        |__cb_error| {
+                            (&&&_cb::__private::Wrap(__cb_error)).__cb_failure()
+                        },
+                        |__cb_value| {
+                            (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
+                        },
                     )
                 }
                 _cb::__private::Err(__cb_refusal) => {
-                    _cb::__private::Err(_cb::CallError::Refused(__cb_refusal))
+                    _cb::__private::Err(_cb::__private::CallError::Refused(__cb_refusal))
                 }
             }
         }
@@ -296,7 +321,8 @@ const _: () = {
                 WorkspaceTool::WebSearch,
             ) {
                 _cb::__private::Ok(__cb_ticket) => {
-                    _cb::__private::finish(
+                    _cb::__private::finish_dated(
+                        &self.expeditor,
                         __cb_ticket,
                         _cb::__private::None,
                         <std::io::Result<
@@ -304,11 +330,16 @@ const _: () = {
                         > as _cb::__private::ToolResult>::into_result(
                             self.toolbox.web_search(query).await,
                         ),
-                        |__cb_error| (&&&_cb::__private::Wrap(__cb_error)).__cb_failure(),
+                        |__cb_error| {
+                            (&&&_cb::__private::Wrap(__cb_error)).__cb_failure()
+                        },
+                        |__cb_value| {
+                            (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
+                        },
                     )
                 }
                 _cb::__private::Err(__cb_refusal) => {
-                    _cb::__private::Err(_cb::CallError::Refused(__cb_refusal))
+                    _cb::__private::Err(_cb::__private::CallError::Refused(__cb_refusal))
                 }
             }
         }

@@ -1,0 +1,190 @@
+//! README.md's "What the main job prints" shows the real output of
+//! `cargo run --example agent -- --break bash`. This test ties that block to
+//! `tests/golden/agent_break_bash.txt`, the golden run of the same scenario (which
+//! `tests/agent_scenarios.rs` compares with a live run), so the README cannot drift: both sides
+//! are normalised the same way (timestamps, the temporary directory, the search server's port),
+//! everything else must match line for line.
+//!
+//! When the agent's output changes on purpose: rerun `UPDATE_GOLDEN=1 cargo test --test
+//! agent_scenarios`, then paste a real run of `cargo run --example agent -- --break bash` into
+//! the README block (its timestamps and paths may stay as they came out).
+//!
+//! Also here: the rules every golden file follows (see `tests/common/mod.rs`).
+
+mod common;
+#[path = "common/run_output.rs"]
+mod run_output;
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+use run_output::normalise;
+
+const SECTION: &str = "## What the main job prints";
+const COMMAND: &str = "cargo run --example agent -- --break bash";
+const GOLDEN: &str = "agent_break_bash.txt";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The section's text before its first code block, and that `text` block's lines.
+fn readme_block(readme: &str) -> (String, String) {
+    let mut lines = readme.lines();
+    lines
+        .by_ref()
+        .find(|l| l.trim_end() == SECTION)
+        .unwrap_or_else(|| panic!("README.md has no {SECTION:?} section"));
+    let mut prose = String::new();
+    for line in lines.by_ref() {
+        if line.trim_end() == "```text" {
+            break;
+        }
+        assert!(
+            !line.starts_with("## ") && !line.starts_with("```"),
+            "the {SECTION:?} section has no ```text block before {line:?}"
+        );
+        prose.push_str(line);
+        prose.push('\n');
+    }
+    let mut block = String::new();
+    for line in lines.by_ref() {
+        if line.trim_end() == "```" {
+            return (prose, block);
+        }
+        block.push_str(line);
+        block.push('\n');
+    }
+    panic!("the ```text block under {SECTION:?} is not closed");
+}
+
+#[test]
+fn readme_real_output_matches_the_golden_break_bash_run() {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let (prose, block) = readme_block(&readme);
+    let prose = prose.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        prose.contains(&format!("`{COMMAND}`")),
+        "the section no longer says the block is the output of `{COMMAND}`; this test compares \
+         it with {GOLDEN}: keep the two in step"
+    );
+    let golden_path = root().join("tests").join("golden").join(GOLDEN);
+    let golden = std::fs::read_to_string(&golden_path)
+        .unwrap_or_else(|e| panic!("{} not readable: {e}", golden_path.display()));
+    let (readme_side, golden_side) = (normalise(&block), normalise(&golden));
+    assert!(
+        readme_side == golden_side,
+        "README.md's real-output block ({SECTION:?}) differs from {} once both are normalised.\n\
+         Paste a real run of `{COMMAND}` into the block (timestamps and paths may stay as they \
+         came out).\n(- golden, + README)\n{}",
+        golden_path.display(),
+        changes_only(&common::line_diff(
+            &format!("{golden_side}\n"),
+            &format!("{readme_side}\n")
+        ))
+    );
+}
+
+/// The lines of a [`common::line_diff`] that differ, with two lines of context around each.
+fn changes_only(diff: &str) -> String {
+    let lines: Vec<&str> = diff.lines().collect();
+    let changed = |i: usize| lines[i].starts_with(['-', '+']);
+    let keep = |i: usize| (i.saturating_sub(2)..(i + 3).min(lines.len())).any(changed);
+    let mut out = String::new();
+    let mut skipped = false;
+    for (i, line) in lines.iter().enumerate() {
+        if keep(i) {
+            out.push_str(line);
+            out.push('\n');
+            skipped = false;
+        } else if !skipped {
+            out.push_str("  ...\n");
+            skipped = true;
+        }
+    }
+    out
+}
+
+#[test]
+fn the_readme_block_has_real_values_the_normaliser_replaces() {
+    // The README shows a real run: a real path, port and timestamps, not the golden's
+    // placeholders (a pasted golden would pass the comparison but show no real output).
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let (_, block) = readme_block(&readme);
+    for placeholder in ["$TMPDIR", "<port>", "<pid>", "YYYY-MM-DD"] {
+        assert!(
+            !block.contains(placeholder),
+            "README.md's real-output block holds the placeholder {placeholder:?}: paste a real run"
+        );
+    }
+    assert!(
+        block.contains("/circuit-breaker-agent-"),
+        "a real workspace path"
+    );
+}
+
+// ---- the rules every golden file follows ----
+
+#[test]
+fn only_exactly_1_regenerates() {
+    assert!(common::update_requested(Some(OsStr::new("1"))));
+    for value in ["", "0", "true", "yes", " 1", "1 ", "01", "2"] {
+        assert!(
+            !common::update_requested(Some(OsStr::new(value))),
+            "UPDATE_GOLDEN={value:?} must compare, not rewrite"
+        );
+    }
+    assert!(!common::update_requested(None));
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "circuit-breaker-golden-rules-{}-{name}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+#[test]
+fn a_missing_golden_fails_and_is_not_created() {
+    let dir = scratch("missing");
+    let path = dir.join("absent.txt");
+    let err = common::compare_golden(&path, "text", false, false).expect_err("missing fails");
+    assert!(err.contains("UPDATE_GOLDEN=1"), "{err}");
+    assert!(!path.exists(), "comparing never writes");
+    assert!(!dir.exists());
+}
+
+#[test]
+fn a_different_golden_fails_with_a_diff() {
+    let dir = scratch("differs");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let path = dir.join("g.txt");
+    std::fs::write(&path, "one\ntwo\n").expect("write");
+    let err = common::compare_golden(&path, "one\nthree", false, false).expect_err("differs");
+    assert!(
+        err.contains("-   2 | two") && err.contains("+   2 | three"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\ntwo\n");
+    assert_eq!(
+        common::compare_golden(&path, "one\ntwo", false, false),
+        Ok(())
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn update_rewrites_except_the_seed_verbatim_files() {
+    let dir = scratch("update");
+    let path = dir.join("new.txt");
+    assert_eq!(common::compare_golden(&path, "fresh", true, false), Ok(()));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "fresh\n");
+    assert_eq!(common::compare_golden(&path, "fresh", false, false), Ok(()));
+    // A seed file is never written, even when an update is asked for.
+    let seed = dir.join("seed_x.txt");
+    assert!(common::compare_golden(&seed, "anything", true, true).is_err());
+    assert!(!Path::new(&seed).exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
