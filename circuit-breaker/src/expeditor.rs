@@ -886,7 +886,13 @@ impl Expeditor {
             let pending = during_event
                 || (self.policy.cascade_detection()
                     && core.records[i].state == CircuitState::Closed
-                    && category != FailureCategory::Other
+                    && crate::cascade::may_correlate(
+                        tool,
+                        category,
+                        &core.records,
+                        step,
+                        self.policy.cascade_window(),
+                    )
                     && core.records.iter().enumerate().any(|(j, r)| {
                         j != i
                             && r.state != CircuitState::Closed
