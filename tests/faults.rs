@@ -1,7 +1,8 @@
 //! Faults in tools (issue #7): a tool that panics (the panic is counted as a failure and still
 //! reaches the caller; the breaker stays consistent), a tool future dropped mid-call (a
 //! cancellation, not a failure), a tool that never returns (the caller's timeout cancels it;
-//! the breaker is not stuck).
+//! the breaker is not stuck). A panic is the tool's own failure: panics in several tools at
+//! once are no systemic event (R9.6).
 
 use std::future::Future;
 use std::io;
@@ -11,7 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use circuit_breaker::{
-    CapabilityMap, CircuitState, Decision, Expeditor, PANICKED, Policy, ToolSpec, toolbox,
+    CapabilityMap, CircuitState, Decision, Expeditor, FailureCategory, PANICKED, Policy, ToolSpec,
+    toolbox,
 };
 
 fn expeditor() -> Expeditor {
@@ -77,6 +79,38 @@ fn r3_2_a_panicking_probe_reopens_the_circuit() {
     );
     assert!(!breaker.probe_in_flight());
     assert_eq!(breaker.consecutive_failures(), 3);
+}
+
+#[test]
+fn r9_6_panics_in_three_tools_in_one_step_are_no_systemic_event() {
+    let map = ["Bash", "Grep", "Read"]
+        .into_iter()
+        .fold(CapabilityMap::new(), |map, name| {
+            map.tool(ToolSpec::new(name).provides(name).fallback("ask the user"))
+        });
+    let policy = Policy::builder().threshold(1).budget(10).build().unwrap();
+    let expeditor = Expeditor::builder(map).policy(policy).build().unwrap();
+    expeditor.advance_step();
+    for name in ["Bash", "Grep", "Read"] {
+        let tool = expeditor.tool(name).unwrap();
+        let caught = catch_unwind(AssertUnwindSafe(|| {
+            let Decision::Call(_ticket) = expeditor.decide(tool) else {
+                unreachable!("a fresh tool is CLOSED")
+            };
+            panic!("{name} crashed");
+        }));
+        assert!(caught.is_err());
+        let breaker = expeditor.breaker(tool).unwrap();
+        assert_eq!(breaker.state(), CircuitState::Open, "{name}");
+        assert_eq!(breaker.common_category(), Some(FailureCategory::Other));
+    }
+    assert_eq!(
+        expeditor.systemic_event(),
+        None,
+        "three circuits, all tool-local"
+    );
+    assert_eq!(expeditor.paused(), None);
+    assert_eq!(expeditor.budget().consumed(), 3);
 }
 
 struct Shell {

@@ -15,15 +15,19 @@
 //! - R7: each failure is written down and charged while budget is left; at the budget every
 //!   call pauses until a new cycle; the budget is never exceeded; the ledger keeps every
 //!   failure (uncharged ones too).
-//! - R9: a second circuit opening with the category of an OPEN one, or 3 circuits opening
-//!   within the cascade window, is one systemic event: every call pauses until
+//! - R9: only circuits whose whole current run is infrastructure failures (network,
+//!   filesystem, permission) correlate; among them a second circuit opening with the category
+//!   of one not CLOSED that last failed within the cascade window, or 3 circuits opening
+//!   within the window, is one systemic event (tool-local categories — timeout, not found,
+//!   other — never correlate, R9.6): every call pauses until
 //!   `confirm_recovery`, the involved tools' runs are folded into one ledger line charged once
 //!   (R9.4), failures during the event join it uncharged, and afterwards probes back off
 //!   (R9.5: base, 2 base, 4 base, ... capped, and along a chain of tools routing to each other
 //!   the intervals share the cap). Where the SPEC leaves the charging of a failure that *may*
 //!   belong to an event open, the model follows the crate's documented rule (`cascade` module):
-//!   a failure whose category matches an OPEN circuit's (the category its current run shares)
-//!   is held uncharged ("pending") and charged if its tool recovers instead.
+//!   a failure of a CLOSED tool whose infrastructure category matches that of a circuit not
+//!   CLOSED (the category its current run shares) which last failed within the window is held
+//!   uncharged ("pending") and charged if its tool recovers instead.
 //!
 //! After every operation the decision (kind, skip reason, routes, pause reason, probe or call),
 //! the recorded outcome, every breaker (state, consecutive and total failures, run of
@@ -36,9 +40,10 @@
 //! must give the same snapshot.
 //!
 //! Two properties: `model_uncorrelated` gives each tool its own failure category (or `other`),
-//! so categories never correlate and only the window rule of R9 can fire (3000 cases);
-//! `model_cascades` draws categories from {network, filesystem, other} so that circuits
-//! correlate and failures are held pending (2000 cases). `PROPTEST_CASES` overrides both; the
+//! so categories never correlate and only the window rule of R9 can fire, and only for the
+//! tools whose own category is an infrastructure one (3000 cases); `model_cascades` draws
+//! categories from {network, filesystem, not found, other} so that circuits correlate, failures
+//! are held pending, and shared tool-local categories are seen not to correlate (2000 cases). `PROPTEST_CASES` overrides both; the
 //! cases are seeded (the same in every CI run) and `PROPTEST_SEED=<n>` explores others.
 //! `model_uncorrelated` found one difference between the expeditor and the model (backoff
 //! shares computed after a held probe closed, instead of at the confirmed recovery), fixed in
@@ -70,10 +75,12 @@ const OWN_CATEGORY: [FailureCategory; 5] = [
     FailureCategory::NotFound,
 ];
 
-/// The categories of `model_cascades`: shared between tools, so circuits correlate.
-const SHARED_CATEGORY: [FailureCategory; 3] = [
+/// The categories of `model_cascades`: shared between tools, so circuits correlate (the
+/// infrastructure ones) or must not (the tool-local ones).
+const SHARED_CATEGORY: [FailureCategory; 4] = [
     FailureCategory::Network,
     FailureCategory::Filesystem,
+    FailureCategory::NotFound,
     FailureCategory::Other,
 ];
 
@@ -152,7 +159,7 @@ fn setup() -> impl Strategy<Value = Setup> {
         1..=12u32,
         1..=3u32,
         any::<bool>(),
-        0..=1u64,
+        0..=3u64,
         1..=20u32,
         prop::bool::weighted(0.85),
         prop::collection::vec(tool_setup(), 5),
@@ -308,6 +315,8 @@ struct MTool {
     /// The categories of the current run of failures (the last 16).
     run: Vec<FailureCategory>,
     last_category: Option<FailureCategory>,
+    /// The step of the last failure.
+    last_failed: Option<u64>,
     opened_at: Option<u64>,
     attempts: u32,
     probe: bool,
@@ -336,7 +345,8 @@ struct Model {
     ledger: Vec<MEntry>,
     halt: Option<PauseReason>,
     event: Option<MEvent>,
-    /// Circuits that opened (CLOSED -> OPEN) since the last event, with their step.
+    /// Circuits that opened (CLOSED -> OPEN) by infrastructure failures since the last event,
+    /// with their step.
     openings: Vec<(usize, u64)>,
     step: u64,
     steps: bool,
@@ -381,6 +391,7 @@ impl Model {
                 total: 0,
                 run: Vec::new(),
                 last_category: None,
+                last_failed: None,
                 opened_at: None,
                 attempts: 0,
                 probe: false,
@@ -416,6 +427,31 @@ impl Model {
         let run = &self.tools[i].run;
         let first = *run.first()?;
         run.iter().all(|c| *c == first).then_some(first)
+    }
+
+    /// Whether tool `i`'s whole current run is infrastructure failures: only such a circuit
+    /// takes part in a systemic event (R9.2, R9.6).
+    fn infrastructure_run(&self, i: usize) -> bool {
+        let run = &self.tools[i].run;
+        !run.is_empty() && run.iter().all(|c| c.is_infrastructure())
+    }
+
+    /// R9.2, same-category rule: the tools other than `i` not CLOSED whose run shares
+    /// `category`, an infrastructure one, and that last failed within the window.
+    fn partners(&self, i: usize, category: FailureCategory) -> Vec<usize> {
+        if !category.is_infrastructure() {
+            return Vec::new();
+        }
+        (0..self.tools.len())
+            .filter(|&j| {
+                j != i
+                    && self.tools[j].state != CircuitState::Closed
+                    && self.category_of(j) == Some(category)
+                    && self.tools[j]
+                        .last_failed
+                        .is_some_and(|s| s + self.window >= self.step)
+            })
+            .collect()
     }
 
     /// R4.1: low alternatives, then high (unknown counts as high), passing over OPEN ones;
@@ -545,16 +581,12 @@ impl Model {
     fn fail(&mut self, i: usize, probe: bool, category: FailureCategory) -> MRecorded {
         let during = self.event_active();
         // Only a CLOSED tool's failure can open a circuit that starts an event; a failed probe
-        // or a late call on an OPEN tool is charged as usual (R3.2).
+        // or a late call on an OPEN tool is charged as usual (R3.2). Held: a failure that may
+        // yet correlate by category (R9.2).
         let pending = during
             || (self.detection
                 && self.tools[i].state == CircuitState::Closed
-                && category != FailureCategory::Other
-                && (0..self.tools.len()).any(|j| {
-                    j != i
-                        && self.tools[j].state != CircuitState::Closed
-                        && self.category_of(j) == Some(category)
-                }));
+                && !self.partners(i, category).is_empty());
         let charged = !pending && self.consumed() < self.limit;
         self.ledger.push(MEntry {
             tool: self.tools[i].name.to_owned(),
@@ -584,6 +616,7 @@ impl Model {
             t.run.remove(0);
         }
         t.last_category = Some(category);
+        t.last_failed = Some(self.step);
         let mut opened = false;
         if probe && t.state == CircuitState::HalfOpen {
             t.probe = false;
@@ -614,20 +647,18 @@ impl Model {
         }
     }
 
-    /// R9.2: tool `i` just opened. A second OPEN circuit with its category, or 3 circuits
-    /// opened within the window and still not CLOSED, is a systemic event.
+    /// R9.2: tool `i` just opened. Only a run of infrastructure failures correlates (R9.6):
+    /// then a circuit not CLOSED with its category that last failed within the window, or 3
+    /// such circuits opened within the window and still not CLOSED, is a systemic event.
     fn correlated(&mut self, i: usize) -> Option<Vec<usize>> {
         let (step, window) = (self.step, self.window);
         self.openings.retain(|&(t, s)| s + window >= step && t != i);
+        if !self.infrastructure_run(i) {
+            return None;
+        }
         self.openings.push((i, step));
-        if let Some(c) = self.category_of(i).filter(|c| *c != FailureCategory::Other) {
-            let mut involved: Vec<usize> = (0..self.tools.len())
-                .filter(|&j| {
-                    j != i
-                        && self.tools[j].state != CircuitState::Closed
-                        && self.category_of(j) == Some(c)
-                })
-                .collect();
+        if let Some(c) = self.category_of(i) {
+            let mut involved = self.partners(i, c);
             if !involved.is_empty() {
                 involved.push(i);
                 return Some(involved);

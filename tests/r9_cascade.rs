@@ -1,7 +1,9 @@
-//! R9: cascading failures — failure signatures, one systemic event instead of N breaker
-//! trips, every call paused until recovery is confirmed, the budget charged once, probes
-//! backing off exponentially afterwards (capped, also along a chain of routes), and
-//! uncorrelated failures leaving breakers independent.
+//! R9: cascading failures — failure signatures from typed errors first, one systemic event
+//! instead of N breaker trips when tools sharing infrastructure fail together within the
+//! cascade window, every call paused until recovery is confirmed, the budget charged once,
+//! probes backing off exponentially afterwards (capped, also along a chain of routes), and
+//! uncorrelated failures — tool-local ones ("not found", bad arguments), or infrastructure
+//! ones far apart — leaving breakers independent.
 
 mod common;
 
@@ -229,7 +231,8 @@ fn r9_2_the_systemic_pause_tells_the_model_to_stop_not_to_retry() {
 }
 
 #[test]
-fn r9_2_three_circuits_opening_in_one_step_are_a_systemic_event_whatever_their_errors() {
+fn r9_2_three_circuits_opening_in_one_step_are_a_systemic_event_whatever_their_infrastructure_errors()
+ {
     let policy = Policy::builder().threshold(1).budget(10).build().unwrap();
     let (expeditor, log) = logged(network_map(), policy);
     expeditor.advance_step();
@@ -241,7 +244,7 @@ fn r9_2_three_circuits_opening_in_one_step_are_a_systemic_event_whatever_their_e
         )
         .paused
     );
-    assert!(!fail(&expeditor, "Bash", "timeout after 120s").paused);
+    assert!(!fail(&expeditor, "Bash", "connection reset by peer").paused);
     let third = fail(&expeditor, "Edit", "disk full");
     assert!(third.opened && third.paused);
     let event = expeditor.systemic_event().unwrap();
@@ -276,7 +279,7 @@ fn r9_2_three_circuits_opening_within_the_configured_window_are_a_systemic_event
                 .into_iter()
                 .zip(steps.into_iter().zip([
                     "permission denied",
-                    "timeout after 120s",
+                    "connection reset by peer",
                     "disk full",
                 ]))
         {
@@ -289,8 +292,8 @@ fn r9_2_three_circuits_opening_within_the_configured_window_are_a_systemic_event
     };
     assert_eq!(
         Policy::default().cascade_window(),
-        0,
-        "default: the same step"
+        2,
+        "default: the same step or up to two apart"
     );
     assert!(run(0, [1, 1, 1]).is_some());
     assert!(run(0, [1, 2, 3]).is_none(), "different steps, no window");
@@ -636,7 +639,7 @@ fn chain_event() -> Expeditor {
     let expeditor = expeditor_with(map, policy, &clock());
     expeditor.advance_step();
     fail(&expeditor, "Grep", "permission denied");
-    fail(&expeditor, "Bash", "timeout after 120s");
+    fail(&expeditor, "Bash", "no space left on device");
     fail(&expeditor, "WebSearch", "connection refused");
     assert!(expeditor.systemic_event().is_some());
     expeditor
@@ -645,7 +648,7 @@ fn chain_event() -> Expeditor {
 fn chain_failure(tool: &str) -> Failure {
     match tool {
         "Grep" => Failure::new("permission denied"),
-        _ => Failure::new("timeout after 120s"),
+        _ => Failure::new("no space left on device"),
     }
 }
 
@@ -700,8 +703,8 @@ fn r9_5_probes_back_off_even_when_every_tool_of_the_event_is_still_down() {
 #[test]
 fn r9_6_failures_that_do_not_correlate_leave_breakers_independent() {
     let (expeditor, log) = logged(network_map(), Policy::builder().budget(20).build().unwrap());
-    // `other` failures cannot be correlated. (One circuit opens per step: three in one step
-    // would be a cascade by timing, R9.2.)
+    // `other` failures cannot be correlated: they are tool-local. (One circuit opens per step
+    // all the same, here.)
     expeditor.advance_step();
     fail_all(
         &expeditor,
@@ -804,4 +807,479 @@ fn r9_snapshots_keep_the_systemic_event() {
     again.restore(&snapshot).unwrap();
     assert_eq!(again.paused(), None);
     assert!(again.systemic_event().unwrap().recovered);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Correlation only where infrastructure is shared (R9.1, R9.2, R9.6)
+// ---------------------------------------------------------------------------------------------
+
+/// An error from a client library that says nothing itself; an io error is its cause.
+#[derive(Debug)]
+struct RequestError(io::Error);
+
+impl std::fmt::Display for RequestError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("error sending request for url (https://api.example.com/search)")
+    }
+}
+
+impl std::error::Error for RequestError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+/// Budget enough that no test here is paused by it; the default threshold (3) and window.
+fn roomy() -> Policy {
+    Policy::builder().budget(100).build().unwrap()
+}
+
+/// Fails `tool` three times with `failure` (threshold 3: it opens).
+fn fail3(expeditor: &Expeditor, tool: &str, failure: &Failure) -> circuit_breaker::Recorded {
+    let mut last = None;
+    for _ in 0..3 {
+        last = Some(fail(expeditor, tool, failure.clone()));
+    }
+    last.unwrap()
+}
+
+/// No event, no pause, every failure charged on its own (none held).
+fn assert_independent(expeditor: &Expeditor, log: &EventLog, failures: u32) {
+    assert_eq!(expeditor.systemic_event(), None);
+    assert_eq!(expeditor.paused(), None);
+    assert!(!log.kinds().contains(&"systemic"));
+    let budget = expeditor.budget();
+    assert_eq!(
+        budget.consumed(),
+        failures,
+        "each failure charged on its own"
+    );
+    assert!(budget.ledger().iter().all(|e| e.charged && !e.pending));
+}
+
+#[test]
+fn r9_1_categories_come_from_typed_errors_first() {
+    use FailureCategory::{Filesystem, Network, NotFound, Other, Permission, Timeout};
+    // Exit statuses as shells report them.
+    for (code, category) in [
+        (126, Permission),
+        (127, NotFound),
+        (124, Timeout),
+        (137, Timeout),
+        (143, Timeout),
+        (139, Other),
+        (1, Other),
+        (2, Other),
+    ] {
+        assert_eq!(
+            FailureCategory::from_exit_code(code),
+            category,
+            "exit {code}"
+        );
+        let failure = Failure::with_exit_code(format!("exit status {code}"), code);
+        assert_eq!(failure.category(), category, "exit {code}");
+    }
+    // HTTP statuses a tool reports.
+    for (status, category) in [
+        (502, Network),
+        (503, Network),
+        (504, Network),
+        (401, Permission),
+        (403, Permission),
+        (407, Permission),
+        (408, Timeout),
+        (404, NotFound),
+        (410, NotFound),
+        (400, Other),
+        (422, Other),
+        (429, Other),
+        (500, Other),
+        (200, Other),
+        (0, Other),
+        (u16::MAX, Other),
+    ] {
+        assert_eq!(
+            FailureCategory::from_http_status(status),
+            category,
+            "HTTP {status}"
+        );
+        let failure = Failure::with_http_status("the server answered", status);
+        assert_eq!(failure.category(), category, "HTTP {status}");
+    }
+    // A typed cause wins over a message that says nothing.
+    let wrapped = RequestError(io::Error::from(io::ErrorKind::ConnectionRefused));
+    assert_eq!(Failure::from_error(&wrapped).category(), Network);
+    // A kind that names the call's own problem is not overridden by its message.
+    let bad = io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "connection refused is not a path",
+    );
+    assert_eq!(Failure::from(bad).category(), Other);
+    // `ErrorKind::Other` says nothing: the message is the last resort.
+    assert_eq!(
+        Failure::from(io::Error::other("no route to host")).category(),
+        Network
+    );
+    for (kind, category) in [
+        (io::ErrorKind::HostUnreachable, Network),
+        (io::ErrorKind::BrokenPipe, Network),
+        (io::ErrorKind::StorageFull, Filesystem),
+        (io::ErrorKind::IsADirectory, Other),
+        (io::ErrorKind::AlreadyExists, Other),
+        (io::ErrorKind::InvalidInput, Other),
+    ] {
+        assert_eq!(FailureCategory::from_io_kind(kind), category, "{kind:?}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn r9_1_a_process_exit_status_gives_the_category() {
+    let status = |script: &str| {
+        std::process::Command::new("sh")
+            .args(["-c", script])
+            .status()
+            .expect("sh runs")
+    };
+    let not_found = status("exit 127");
+    assert_eq!(
+        FailureCategory::from_exit_status(not_found),
+        FailureCategory::NotFound
+    );
+    let failure = Failure::with_exit_status("bash: rgx: command not found", not_found);
+    assert_eq!(failure.category(), FailureCategory::NotFound);
+    assert_eq!(
+        FailureCategory::from_exit_status(status("exit 126")),
+        FailureCategory::Permission
+    );
+    assert_eq!(
+        FailureCategory::from_exit_status(status("exit 3")),
+        FailureCategory::Other
+    );
+    // Killed by a signal (no exit code): SIGKILL is what a deadline sends.
+    let killed = status("kill -9 $$");
+    assert_eq!(killed.code(), None);
+    assert_eq!(
+        FailureCategory::from_exit_status(killed),
+        FailureCategory::Timeout
+    );
+    assert_eq!(
+        circuit_breaker::Classify::category(&killed),
+        FailureCategory::Timeout
+    );
+}
+
+#[test]
+fn r9_1_messages_are_matched_conservatively() {
+    use FailureCategory::{Filesystem, Network, NotFound, Other, Permission, Timeout};
+    for (message, category) in [
+        // Unambiguous infrastructure phrases.
+        (
+            "dial tcp 10.0.0.7:443: connect: connection refused",
+            Network,
+        ),
+        ("Connection reset by peer (os error 104)", Network),
+        ("Network is unreachable (os error 101)", Network),
+        (
+            "ssh: connect to host git.internal port 22: No route to host",
+            Network,
+        ),
+        ("DNS lookup failed", Network),
+        ("Temporary failure in name resolution", Network),
+        ("write: broken pipe", Network),
+        ("Read-only file system (os error 30)", Filesystem),
+        ("No space left on device", Filesystem),
+        ("EACCES: permission denied, open '/etc/hosts'", Permission),
+        // Tool-local: whatever else the message says.
+        ("command not found", NotFound),
+        ("bash: rgx: command not found", NotFound),
+        ("404 not found", NotFound),
+        ("HTTP 404 Not Found: https://example.com/docs", NotFound),
+        ("DNS name not found", NotFound),
+        ("No such file or directory (os error 2)", NotFound),
+        ("timeout after 120s", Timeout),
+        // When in doubt, other.
+        ("network error", Other),
+        ("403 Forbidden", Other),
+        ("401 Unauthorized", Other),
+        ("is a directory", Other),
+        ("filesystem error", Other),
+        ("invalid argument: --frobnicate", Other),
+        ("exit status 2", Other),
+        ("dnsmasq: bad option", Other),
+        ("", Other),
+    ] {
+        assert_eq!(
+            FailureCategory::from_message(message),
+            category,
+            "{message:?}"
+        );
+        assert_eq!(Failure::new(message).category(), category, "{message:?}");
+    }
+}
+
+#[test]
+fn r9_1_only_network_filesystem_and_permission_are_infrastructure() {
+    use FailureCategory::{Filesystem, Network, NotFound, Other, Permission, Timeout};
+    let infrastructure: Vec<FailureCategory> =
+        [Network, Filesystem, Permission, Timeout, NotFound, Other]
+            .into_iter()
+            .filter(|c| c.is_infrastructure())
+            .collect();
+    assert_eq!(infrastructure, [Network, Filesystem, Permission]);
+    // The names in existing snapshots still deserialize, and serialize as before.
+    for (name, category) in [
+        ("network", Network),
+        ("filesystem", Filesystem),
+        ("permission", Permission),
+        ("timeout", Timeout),
+        ("not_found", NotFound),
+        ("other", Other),
+    ] {
+        let json = format!("\"{name}\"");
+        assert_eq!(
+            serde_json::from_str::<FailureCategory>(&json).unwrap(),
+            category
+        );
+        assert_eq!(serde_json::to_string(&category).unwrap(), json);
+    }
+}
+
+#[test]
+fn r9_6_command_not_found_and_much_later_a_404_stay_independent() {
+    // The measured false positive: Bash cannot find a command; much later WebSearch gets a
+    // 404. Both are "not found", and neither says anything about shared infrastructure.
+    for typed in [true, false] {
+        let (expeditor, log) = logged(network_map(), roomy());
+        let (bash, search) = if typed {
+            (
+                Failure::with_exit_code("bash: rgx: command not found", 127),
+                Failure::with_http_status("404 not found", 404),
+            )
+        } else {
+            (
+                Failure::new("command not found"),
+                Failure::new("404 not found"),
+            )
+        };
+        assert_eq!(bash.category(), FailureCategory::NotFound);
+        assert_eq!(search.category(), FailureCategory::NotFound);
+        expeditor.advance_step();
+        assert!(fail3(&expeditor, "Bash", &bash).opened);
+        for _ in 0..30 {
+            expeditor.advance_step();
+        }
+        let first = fail(&expeditor, "WebSearch", search.clone());
+        assert_eq!(first.budget.consumed, 4, "charged at once, not held");
+        fail(&expeditor, "WebSearch", search.clone());
+        let last = fail(&expeditor, "WebSearch", search.clone());
+        assert!(last.opened && !last.paused, "typed: {typed}");
+        assert_independent(&expeditor, &log, 6);
+        assert_eq!(
+            expeditor.state(id(&expeditor, "Bash")),
+            Some(CircuitState::Open)
+        );
+        assert_eq!(
+            expeditor.state(id(&expeditor, "WebSearch")),
+            Some(CircuitState::Open)
+        );
+    }
+}
+
+#[test]
+fn r9_6_not_found_and_bad_argument_errors_in_one_step_stay_independent() {
+    // Five circuits open in one step, every one on a tool-local error: neither the
+    // same-category rule nor three-at-once applies.
+    let (expeditor, log) = logged(network_map(), roomy());
+    expeditor.advance_step();
+    let failures = [
+        ("Read", io_failure(io::ErrorKind::NotFound)),
+        (
+            "Edit",
+            Failure::from(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "old_string is not unique in the file",
+            )),
+        ),
+        (
+            "Bash",
+            Failure::with_exit_code("bash: rgx: command not found", 127),
+        ),
+        ("WebSearch", Failure::with_http_status("404 not found", 404)),
+        (
+            "WebFetch",
+            Failure::with_http_status("422 Unprocessable Entity: bad url", 422),
+        ),
+    ];
+    for (tool, failure) in &failures {
+        assert!(!failure.category().is_infrastructure(), "{tool}");
+        let recorded = fail3(&expeditor, tool, failure);
+        assert!(recorded.opened && !recorded.paused, "{tool}");
+    }
+    // Two not-found tools in the same step share a category, and still do not correlate.
+    assert_eq!(
+        expeditor
+            .breaker(id(&expeditor, "Read"))
+            .unwrap()
+            .common_category(),
+        Some(FailureCategory::NotFound)
+    );
+    assert_eq!(
+        expeditor
+            .breaker(id(&expeditor, "Bash"))
+            .unwrap()
+            .common_category(),
+        Some(FailureCategory::NotFound)
+    );
+    assert_eq!(expeditor.systemic_event(), None);
+    assert_eq!(expeditor.paused(), None);
+    assert!(!log.kinds().contains(&"systemic"));
+    let budget = expeditor.budget();
+    assert_eq!(budget.consumed(), 15);
+    assert!(budget.ledger().iter().all(|e| e.charged && !e.pending));
+}
+
+#[test]
+fn r9_6_tool_local_openings_do_not_count_toward_three_at_once() {
+    // Two infrastructure openings and one tool-local one in the same step: not three.
+    let policy = Policy::builder().threshold(1).budget(10).build().unwrap();
+    let (expeditor, log) = logged(network_map(), policy);
+    expeditor.advance_step();
+    fail(
+        &expeditor,
+        "Read",
+        io_failure(io::ErrorKind::PermissionDenied),
+    );
+    fail(
+        &expeditor,
+        "Bash",
+        Failure::with_exit_code("command not found", 127),
+    );
+    let third = fail(&expeditor, "Edit", "disk full");
+    assert!(third.opened && !third.paused);
+    // A timeout says nothing about shared infrastructure either, nor does a mixed run.
+    fail(&expeditor, "WebSearch", "timeout after 120s");
+    assert_independent(&expeditor, &log, 4);
+    // A third infrastructure opening makes three.
+    let fetch = fail(&expeditor, "WebFetch", refused());
+    assert!(fetch.paused);
+    let event = expeditor.systemic_event().unwrap();
+    assert_eq!(event.tools, ["Read", "Edit", "WebFetch"]);
+    assert_eq!(event.category, None);
+}
+
+#[test]
+fn r9_6_a_same_category_pair_outside_the_window_stays_independent() {
+    // WebSearch opens on "connection refused"; WebFetch opens on it `gap` steps later.
+    let run = |window: Option<u64>, gap: u64| -> (Expeditor, EventLog) {
+        let mut policy = Policy::builder().budget(100);
+        if let Some(w) = window {
+            policy = policy.cascade_window(w);
+        }
+        let (expeditor, log) = logged(network_map(), policy.build().unwrap());
+        expeditor.advance_step();
+        refuse3(&expeditor, "WebSearch");
+        for _ in 0..gap {
+            expeditor.advance_step();
+        }
+        refuse3(&expeditor, "WebFetch");
+        (expeditor, log)
+    };
+    // The default window is 2 steps.
+    for gap in [0, 1, 2] {
+        let (expeditor, _) = run(None, gap);
+        let event = expeditor.systemic_event().expect("within the window");
+        assert_eq!(event.tools, ["WebSearch", "WebFetch"], "gap {gap}");
+        assert_eq!(expeditor.budget().consumed(), 1);
+    }
+    for gap in [3, 50] {
+        let (expeditor, log) = run(None, gap);
+        assert_independent(&expeditor, &log, 6);
+    }
+    // Window 0: the same step only.
+    assert!(run(Some(0), 0).0.systemic_event().is_some());
+    let (expeditor, log) = run(Some(0), 1);
+    assert_independent(&expeditor, &log, 6);
+    // A wide window correlates far-apart failures.
+    assert!(run(Some(60), 50).0.systemic_event().is_some());
+}
+
+#[test]
+fn r9_2_an_open_circuit_failing_again_is_back_in_the_window() {
+    // WebSearch opened long ago, but its probe fails with "connection refused" now: the
+    // network is down now, and WebFetch failing alike is one event.
+    let (expeditor, _log) = logged(network_map(), roomy());
+    expeditor.advance_step();
+    refuse3(&expeditor, "WebSearch");
+    for _ in 0..20 {
+        expeditor.advance_step();
+    }
+    let web = id(&expeditor, "WebSearch");
+    let probe = loop {
+        if let Decision::Probe(probe) = expeditor.decide(web) {
+            break probe;
+        }
+    };
+    probe.failure(refused());
+    let held = fail(&expeditor, "WebFetch", refused());
+    assert!(
+        expeditor.budget().ledger().last().unwrap().pending,
+        "within the window of WebSearch's last failure: held"
+    );
+    assert!(!held.paused);
+    fail(&expeditor, "WebFetch", refused());
+    let last = fail(&expeditor, "WebFetch", refused());
+    assert!(last.opened && last.paused);
+    assert_eq!(
+        expeditor.systemic_event().unwrap().tools,
+        ["WebSearch", "WebFetch"]
+    );
+}
+
+#[test]
+fn r9_2_two_tools_with_connection_refused_within_the_window_are_one_event() {
+    // Messages only, worded differently: the category they share is the signature.
+    let (expeditor, log) = logged(network_map(), roomy());
+    expeditor.advance_step();
+    let search = Failure::new("dial tcp 10.0.0.7:443: connect: connection refused");
+    assert!(fail3(&expeditor, "WebSearch", &search).opened);
+    expeditor.advance_step();
+    let fetch = Failure::new("Connection refused (os error 111)");
+    let first = fail(&expeditor, "WebFetch", fetch.clone());
+    assert_eq!(first.budget.consumed, 3, "held: it may belong to an event");
+    fail(&expeditor, "WebFetch", fetch.clone());
+    let last = fail(&expeditor, "WebFetch", fetch);
+    assert!(last.opened && last.paused);
+    let event = expeditor.systemic_event().unwrap();
+    assert_eq!(event.category, Some(FailureCategory::Network));
+    assert_eq!(
+        event.to_string(),
+        "Multiple tools failing with network errors — likely network issue"
+    );
+    assert_eq!(expeditor.budget().consumed(), 1);
+    assert_eq!(log.kinds().iter().filter(|k| **k == "systemic").count(), 1);
+}
+
+#[test]
+fn r9_2_typed_connection_refused_correlates_whatever_the_messages_say() {
+    // A client library's error that names no cause in its message; the io error beneath it
+    // is `ConnectionRefused`. And a gateway's 503, reported as an HTTP status.
+    let (expeditor, _log) = logged(network_map(), roomy());
+    expeditor.advance_step();
+    let wrapped = RequestError(io::Error::from(io::ErrorKind::ConnectionRefused));
+    let search = Failure::from_error(&wrapped);
+    assert_eq!(search.category(), FailureCategory::Network);
+    assert_eq!(
+        Failure::new(search.message().to_owned()).category(),
+        FailureCategory::Other,
+        "the message alone would say nothing"
+    );
+    fail3(&expeditor, "WebSearch", &search);
+    let fetch = Failure::with_http_status("upstream answered 503 Service Unavailable", 503);
+    let last = fail3(&expeditor, "WebFetch", &fetch);
+    assert!(last.opened && last.paused);
+    let event = expeditor.systemic_event().unwrap();
+    assert_eq!(event.category, Some(FailureCategory::Network));
+    assert_eq!(event.cause(), "network");
+    assert_eq!(event.tools, ["WebSearch", "WebFetch"]);
 }

@@ -1,16 +1,31 @@
 //! Cascading failures (seed step 9, SPEC R9): when tools that share infrastructure break
 //! together, one systemic event instead of N independent breaker trips.
 //!
-//! - A second circuit opening with the failure category of one already open, or three
-//!   circuits opening within one step (or a configured window of steps), is a systemic event
-//!   (R9.2). Failures whose category cannot be correlated (`other`) leave breakers
-//!   independent (R9.6).
+//! **The rule (R9.2, R9.6).** Only circuits opened by infrastructure failures correlate:
+//! every failure of the run that opened the circuit has an infrastructure category —
+//! network, filesystem or permission ([`FailureCategory::is_infrastructure`]). A run with a
+//! tool-local failure in it (timeout, not found, other: a missing command, a 404, a bad
+//! argument, a command's own exit status) never takes part in a systemic event, under either
+//! rule below. Among circuits opened by infrastructure failures, a circuit leaving CLOSED
+//! starts a systemic event when
+//! - **same category:** another circuit is not CLOSED, its run shares the same category,
+//!   and it last failed within the cascade window — at most
+//!   [`Policy::cascade_window`](crate::Policy::cascade_window) steps before this opening
+//!   (a circuit that broke long ago and has not failed since says nothing about now); or
+//! - **three at once:** three or more circuits (this one included) opened within the window
+//!   and are still not CLOSED, whatever their (infrastructure) categories.
+//!
+//! Where neither holds, the breakers stay independent (R9.6). Categories come from typed
+//! errors first and from messages only conservatively (see [`crate::Failure`]).
+//!
+//! **The event.**
 //! - Every call pauses, not only the broken tools, until the user confirms recovery; no probe
 //!   runs meanwhile (R9.3).
 //! - The budget is charged once for the event (R9.4): the involved tools' failures are folded
-//!   into one ledger line. A failure that matches the category of an OPEN circuit is held
-//!   uncharged until it is known whether it belongs to an event; if its tool recovers instead,
-//!   it is charged then.
+//!   into one ledger line. A failure of a CLOSED tool that may yet join an event — its
+//!   category is an infrastructure one shared by a circuit not CLOSED that last failed
+//!   within the window — is held uncharged until it is known whether it
+//!   belongs to an event; if its tool recovers instead, it is charged then.
 //! - After recovery, probes back off exponentially — 3, 6, 12, capped at 20 with the default
 //!   interval and cap — and the intervals along a chain of routes add up to at most the cap
 //!   (R9.5).
@@ -69,7 +84,7 @@ impl fmt::Display for SystemicEvent {
     }
 }
 
-/// A circuit that opened, for the window rule.
+/// A circuit that opened by infrastructure failures, for the three-at-once rule.
 #[derive(Debug, Clone, Copy)]
 struct Opening {
     tool: ToolId,
@@ -87,9 +102,63 @@ pub(crate) struct Cascade {
 }
 
 /// The failure category a tool's breaker shows now: the one every failure of its current
-/// run shares. A run of mixed categories has none, and cannot be correlated (R9.6).
+/// run shares. A run of mixed categories has none, and cannot be correlated by category
+/// (R9.6).
 pub(crate) fn category_of(record: &BreakerRecord) -> Option<FailureCategory> {
     record.common_category()
+}
+
+/// Whether the current run of `record` is all infrastructure failures: only such a circuit
+/// takes part in a systemic event (R9.2).
+fn opened_by_infrastructure(record: &BreakerRecord) -> bool {
+    !record.recent_failures().is_empty()
+        && record
+            .recent_failures()
+            .iter()
+            .all(|f| f.category().is_infrastructure())
+}
+
+/// The circuits other than `tool` that correlate with a `category` failure at `step` by
+/// the same-category rule: not CLOSED, their run sharing `category` (an infrastructure one),
+/// their last failure at most `window` steps before `step`.
+fn partners(
+    tool: ToolId,
+    category: FailureCategory,
+    records: &[BreakerRecord],
+    step: u64,
+    window: u64,
+) -> Vec<ToolId> {
+    if !category.is_infrastructure() {
+        return Vec::new();
+    }
+    records
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| Some((ToolId::from_index(u32::try_from(i).ok()?), r)))
+        .filter(|&(id, r)| {
+            id != tool
+                && r.state() != CircuitState::Closed
+                && category_of(r) == Some(category)
+                && r.last_failure()
+                    .is_some_and(|m| m.step.saturating_add(window) >= step)
+        })
+        .map(|(id, _)| id)
+        .collect()
+}
+
+/// Whether a failure of `category` by `tool` at `step` may yet belong to a systemic event
+/// by the same-category rule (R9.2): `category` is an infrastructure one, and another
+/// circuit not CLOSED shares it and last failed within `window` steps. Such a failure of a
+/// CLOSED tool is held uncharged (R9.4) until its tool opens (and the event starts) or
+/// recovers (and it is charged).
+pub(crate) fn may_correlate(
+    tool: ToolId,
+    category: FailureCategory,
+    records: &[BreakerRecord],
+    step: u64,
+    window: u64,
+) -> bool {
+    !partners(tool, category, records, step, window).is_empty()
 }
 
 impl Cascade {
@@ -98,7 +167,9 @@ impl Cascade {
         self.event.as_ref().is_some_and(|e| !e.recovered)
     }
 
-    /// A circuit just opened: is this a systemic event (R9.2)? Returns the tools involved.
+    /// A circuit just opened (left CLOSED) at `step`: is this a systemic event (R9.2)? Returns
+    /// the tools involved. `window` is the policy's cascade window in steps. See the module
+    /// documentation for the rule.
     pub(crate) fn on_open(
         &mut self,
         tool: ToolId,
@@ -108,30 +179,27 @@ impl Cascade {
     ) -> Option<Vec<ToolId>> {
         self.openings
             .retain(|o| o.step.saturating_add(window) >= step && o.tool != tool);
-        self.openings.push(Opening { tool, step });
         let record = records.get(tool.index() as usize)?;
-        let category = category_of(record);
-        let open = |id: ToolId| {
-            records
-                .get(id.index() as usize)
-                .is_some_and(|r| r.state() != CircuitState::Closed)
-        };
-        // A second circuit with the same (correlatable) category as one already open.
-        if let Some(c) = category.filter(|c| *c != FailureCategory::Other) {
-            let mut involved: Vec<ToolId> = (0..records.len())
-                .filter_map(|i| u32::try_from(i).ok().map(ToolId::from_index))
-                .filter(|&id| {
-                    id != tool
-                        && open(id)
-                        && records.get(id.index() as usize).and_then(category_of) == Some(c)
-                })
-                .collect();
+        // A circuit opened by tool-local errors correlates with nothing (R9.6), and does not
+        // count toward three at once either.
+        if !opened_by_infrastructure(record) {
+            return None;
+        }
+        self.openings.push(Opening { tool, step });
+        // A second circuit with the same infrastructure category, failing within the window.
+        if let Some(c) = category_of(record) {
+            let mut involved = partners(tool, c, records, step, window);
             if !involved.is_empty() {
                 involved.push(tool);
                 return Some(involved);
             }
         }
-        // Three or more circuits opened within the window.
+        // Three or more circuits opened by infrastructure failures within the window.
+        let open = |id: ToolId| {
+            records
+                .get(id.index() as usize)
+                .is_some_and(|r| r.state() != CircuitState::Closed)
+        };
         let recent: Vec<ToolId> = self
             .openings
             .iter()

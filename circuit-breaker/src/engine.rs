@@ -24,7 +24,7 @@ use crate::breaker::{
 };
 use crate::budget::{Budget, BudgetStatus, LedgerEntry};
 use crate::capability::{MapError, MapErrors, ToolSpec, check_tool};
-use crate::cascade::{Cascade, SystemicEvent, backoff_interval, category_of};
+use crate::cascade::{Cascade, SystemicEvent, backoff_interval, may_correlate};
 use crate::clock::Timestamp;
 use crate::event::Event;
 use crate::failure::{Failure, FailureCategory};
@@ -510,10 +510,13 @@ impl Engine {
         let pending = during_event
             || (self.policy.cascade_detection()
                 && self.records[i].state == CircuitState::Closed
-                && category != FailureCategory::Other
-                && self.records.iter().enumerate().any(|(j, r)| {
-                    j != i && r.state != CircuitState::Closed && category_of(r) == Some(category)
-                }));
+                && may_correlate(
+                    tool,
+                    category,
+                    &self.records,
+                    step,
+                    self.policy.cascade_window(),
+                ));
         let exhausted_now = self
             .budget
             .charge(name, failure.clone(), step, now, pending);

@@ -2,31 +2,122 @@
 //! that cascade detection compares.
 //!
 //! The expeditor never interprets a tool's error type (R8.1); the executor turns it into a
-//! [`Failure`]. `std::io::Error` kinds map exactly; other errors can say their category by
-//! implementing [`Classify`]; messages are the last resort ([`FailureCategory::from_message`]).
+//! [`Failure`]. The category comes from typed information first, and from the message only
+//! as a conservative last resort:
+//!
+//! 1. an error type that says its own category ([`Classify`], [`Failure::classified`]);
+//! 2. a `std::io::Error`'s kind, exactly ([`FailureCategory::from_io_kind`]; also found in an
+//!    error's source chain by [`Failure::from_error`]);
+//! 3. a process exit status ([`FailureCategory::from_exit_status`],
+//!    [`Failure::with_exit_status`]) or an HTTP status a tool reports
+//!    ([`FailureCategory::from_http_status`], [`Failure::with_http_status`]);
+//! 4. the message ([`FailureCategory::from_message`]): only unambiguous infrastructure
+//!    phrases (`connection refused`, `no route to host`, `read-only file system`,
+//!    `permission denied`, ...) give an infrastructure category; when in doubt, a tool-local
+//!    one.
+//!
+//! A category is either **infrastructure** (network, filesystem, permission: something many
+//! tools share, so several tools failing alike point at one cause) or **tool-local** (timeout,
+//! not found, other: about this call, its arguments or its target). Only infrastructure
+//! categories correlate across tools ([`FailureCategory::is_infrastructure`], R9.2, R9.6).
 
 use std::borrow::Cow;
 use std::fmt;
 use std::io;
+use std::process::ExitStatus;
 
 use serde::{Deserialize, Serialize};
 
-/// The kind of infrastructure a failure points at (R9.1).
+/// What a failure points at (R9.1): shared infrastructure, or something local to the call.
+///
+/// [`Network`](Self::Network), [`Filesystem`](Self::Filesystem) and
+/// [`Permission`](Self::Permission) are infrastructure categories: tools failing alike with
+/// one of them within the cascade window are one systemic event (R9.2). The others are
+/// tool-local and never correlate ([`is_infrastructure`](Self::is_infrastructure)).
+///
+/// Serialized in snake case (`network`, `not_found`, ...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FailureCategory {
-    /// Connections refused or reset, unreachable hosts, DNS.
+    /// Infrastructure: connections refused, reset or aborted, unreachable hosts and
+    /// networks, DNS, broken pipes; HTTP 502, 503 and 504 (a gateway or server in between).
+    /// A timeout that points at the network belongs here (a gateway timeout, or an error type
+    /// that [classifies](Classify) its connect timeout so).
     Network,
-    /// Read-only or full file systems, bad paths.
+    /// Infrastructure: a read-only or full file system, an exceeded quota, a stale network
+    /// file handle. (A bad path — a directory where a file was expected, a file that already
+    /// exists — is the call's own: [`Other`](Self::Other).)
     Filesystem,
-    /// Permission denied, forbidden, not allowed.
+    /// Infrastructure: permission denied, operation not permitted; exit status 126 (found
+    /// but not executable); HTTP 401, 403 and 407.
     Permission,
-    /// The call ran out of time.
+    /// Tool-local: the call ran out of time, for all the failure says, on its own account (a
+    /// slow command, a tool's deadline, a process killed at its deadline, HTTP 408).
     Timeout,
-    /// The command, file or resource does not exist.
+    /// Tool-local: the command, file or resource does not exist (exit status 127, HTTP 404
+    /// and 410).
     NotFound,
-    /// Anything else.
+    /// Tool-local: anything else — bad arguments, invalid input, a command's own non-zero
+    /// exit status, an error that says nothing more.
     Other,
+}
+
+/// Phrases that name an infrastructure failure unambiguously, matched as whole words.
+const NETWORK_PHRASES: &[&str] = &[
+    "connection refused",
+    "connection reset",
+    "connection aborted",
+    "connection timed out",
+    "econnrefused",
+    "econnreset",
+    "econnaborted",
+    "etimedout",
+    "network unreachable",
+    "network is unreachable",
+    "enetunreach",
+    "network is down",
+    "enetdown",
+    "no route to host",
+    "host unreachable",
+    "host is unreachable",
+    "ehostunreach",
+    "dns",
+    "name resolution",
+    "could not resolve host",
+    "broken pipe",
+    "epipe",
+];
+const FILESYSTEM_PHRASES: &[&str] = &[
+    "read-only file system",
+    "read-only filesystem",
+    "erofs",
+    "no space left on device",
+    "enospc",
+    "disk full",
+    "disk quota exceeded",
+    "edquot",
+    "stale file handle",
+    "estale",
+];
+const PERMISSION_PHRASES: &[&str] = &[
+    "permission denied",
+    "operation not permitted",
+    "eacces",
+    "eperm",
+];
+/// Tool-local phrases, matched anywhere (a wrong guess here cannot correlate anything).
+const NOT_FOUND_PHRASES: &[&str] = &["not found", "no such", "enoent", "does not exist"];
+const TIMEOUT_PHRASES: &[&str] = &["timeout", "timed out", "deadline exceeded"];
+
+/// Whether `needle` occurs in `haystack` with no letter or digit right before or after it.
+fn contains_word(haystack: &str, needle: &str) -> bool {
+    let bytes = haystack.as_bytes();
+    haystack.match_indices(needle).any(|(at, _)| {
+        let before = at.checked_sub(1).and_then(|i| bytes.get(i));
+        let after = bytes.get(at + needle.len());
+        !before.is_some_and(u8::is_ascii_alphanumeric)
+            && !after.is_some_and(u8::is_ascii_alphanumeric)
+    })
 }
 
 impl FailureCategory {
@@ -42,96 +133,180 @@ impl FailureCategory {
         }
     }
 
-    /// The category of an `std::io::ErrorKind`, exactly.
+    /// Whether the category points at infrastructure that tools share — network, filesystem,
+    /// permission — and so can correlate failures across tools (R9.2). Tool-local categories
+    /// (timeout, not found, other) never do, under either cascade rule (R9.6).
+    ///
+    /// ```
+    /// use circuit_breaker::FailureCategory;
+    /// assert!(FailureCategory::Network.is_infrastructure());
+    /// assert!(!FailureCategory::NotFound.is_infrastructure());
+    /// ```
+    pub const fn is_infrastructure(self) -> bool {
+        matches!(
+            self,
+            FailureCategory::Network | FailureCategory::Filesystem | FailureCategory::Permission
+        )
+    }
+
+    /// The category of an `std::io::ErrorKind`, exactly. Kinds about the call itself (a bad
+    /// path or argument, an address in use, invalid data) and kinds that say nothing are
+    /// [`Other`](Self::Other).
     pub fn from_io_kind(kind: io::ErrorKind) -> Self {
-        use io::ErrorKind as K;
-        match kind {
-            K::ConnectionRefused
-            | K::ConnectionReset
-            | K::ConnectionAborted
-            | K::NotConnected
-            | K::AddrInUse
-            | K::AddrNotAvailable
-            | K::BrokenPipe
-            | K::HostUnreachable
-            | K::NetworkUnreachable
-            | K::NetworkDown => FailureCategory::Network,
-            K::PermissionDenied => FailureCategory::Permission,
-            K::TimedOut | K::WouldBlock => FailureCategory::Timeout,
-            K::NotFound => FailureCategory::NotFound,
-            K::ReadOnlyFilesystem
-            | K::StorageFull
-            | K::IsADirectory
-            | K::NotADirectory
-            | K::DirectoryNotEmpty
-            | K::AlreadyExists
-            | K::FileTooLarge
-            | K::CrossesDevices
-            | K::TooManyLinks
-            | K::InvalidFilename
-            | K::StaleNetworkFileHandle
-            | K::ResourceBusy
-            | K::ExecutableFileBusy
-            | K::QuotaExceeded
-            | K::Deadlock => FailureCategory::Filesystem,
+        io_kind_category(kind).unwrap_or(FailureCategory::Other)
+    }
+
+    /// The category of a process's exit code, as shells report it: 126 (found but not
+    /// executable) is [`Permission`](Self::Permission), 127 (command not found)
+    /// [`NotFound`](Self::NotFound), 124 (`timeout(1)`) and 128 + a deadline signal (see
+    /// [`from_signal`](Self::from_signal)) [`Timeout`](Self::Timeout); any other code is the
+    /// command's own answer, [`Other`](Self::Other).
+    ///
+    /// ```
+    /// use circuit_breaker::FailureCategory;
+    /// assert_eq!(FailureCategory::from_exit_code(127), FailureCategory::NotFound);
+    /// assert_eq!(FailureCategory::from_exit_code(1), FailureCategory::Other);
+    /// ```
+    pub const fn from_exit_code(code: i32) -> Self {
+        match code {
+            126 => FailureCategory::Permission,
+            127 => FailureCategory::NotFound,
+            124 => FailureCategory::Timeout,
+            129..=192 => FailureCategory::from_signal(code - 128),
             _ => FailureCategory::Other,
         }
     }
 
-    /// A best guess from a message, for errors that carry nothing else.
+    /// The category of a process killed by `signal`: the signals a deadline sends (SIGKILL 9,
+    /// SIGALRM 14, SIGTERM 15, SIGXCPU 24) are [`Timeout`](Self::Timeout), others (a crash)
+    /// [`Other`](Self::Other). Both are tool-local.
+    pub const fn from_signal(signal: i32) -> Self {
+        match signal {
+            9 | 14 | 15 | 24 => FailureCategory::Timeout,
+            _ => FailureCategory::Other,
+        }
+    }
+
+    /// The category of a finished process's status: its exit code
+    /// ([`from_exit_code`](Self::from_exit_code)), or on Unix the signal that killed it
+    /// ([`from_signal`](Self::from_signal)).
+    pub fn from_exit_status(status: ExitStatus) -> Self {
+        if let Some(code) = status.code() {
+            return FailureCategory::from_exit_code(code);
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::ExitStatusExt;
+            if let Some(signal) = status.signal() {
+                return FailureCategory::from_signal(signal);
+            }
+        }
+        FailureCategory::Other
+    }
+
+    /// The category of an HTTP status a tool reports: 502, 503 and 504 are
+    /// [`Network`](Self::Network) (a gateway or server in between); 401, 403 and 407
+    /// [`Permission`](Self::Permission); 408 [`Timeout`](Self::Timeout); 404 and 410
+    /// [`NotFound`](Self::NotFound); anything else — 400 and 422 (bad arguments), 429, 500 —
+    /// [`Other`](Self::Other).
+    ///
+    /// ```
+    /// use circuit_breaker::FailureCategory;
+    /// assert_eq!(FailureCategory::from_http_status(503), FailureCategory::Network);
+    /// assert_eq!(FailureCategory::from_http_status(404), FailureCategory::NotFound);
+    /// assert_eq!(FailureCategory::from_http_status(422), FailureCategory::Other);
+    /// ```
+    pub const fn from_http_status(status: u16) -> Self {
+        match status {
+            502..=504 => FailureCategory::Network,
+            401 | 403 | 407 => FailureCategory::Permission,
+            408 => FailureCategory::Timeout,
+            404 | 410 => FailureCategory::NotFound,
+            _ => FailureCategory::Other,
+        }
+    }
+
+    /// A conservative guess from a message, for errors that carry nothing else. Only
+    /// unambiguous infrastructure phrases, as whole words, give an infrastructure category
+    /// (`connection refused`, `connection reset`, `network is unreachable`, `no route to
+    /// host`, `dns`, `broken pipe`, `read-only file system`, `no space left on device`,
+    /// `permission denied`, `EACCES`, ...). A message that also names something missing
+    /// (`not found`, `no such ...`) is [`NotFound`](Self::NotFound) whatever else it says;
+    /// `timeout` and `timed out` are [`Timeout`](Self::Timeout); anything else is
+    /// [`Other`](Self::Other).
     ///
     /// ```
     /// use circuit_breaker::FailureCategory;
     /// assert_eq!(FailureCategory::from_message("connection refused"), FailureCategory::Network);
     /// assert_eq!(FailureCategory::from_message("timeout after 120s"), FailureCategory::Timeout);
     /// assert_eq!(FailureCategory::from_message("command not found"), FailureCategory::NotFound);
+    /// assert_eq!(FailureCategory::from_message("DNS name not found"), FailureCategory::NotFound);
+    /// assert_eq!(FailureCategory::from_message("network error"), FailureCategory::Other);
     /// ```
     pub fn from_message(message: &str) -> Self {
         let m = message.to_ascii_lowercase();
-        let has = |needles: &[&str]| needles.iter().any(|n| m.contains(n));
-        if has(&[
-            "permission denied",
-            "access denied",
-            "forbidden",
-            "not permitted",
-            "eacces",
-            "eperm",
-            "unauthorized",
-        ]) {
-            FailureCategory::Permission
-        } else if has(&[
-            "read-only file system",
-            "erofs",
-            "no space left",
-            "disk full",
-            "enospc",
-            "file system",
-            "filesystem",
-            "is a directory",
-            "not a directory",
-        ]) {
-            FailureCategory::Filesystem
-        } else if has(&["timeout", "timed out", "deadline exceeded", "etimedout"]) {
-            FailureCategory::Timeout
-        } else if has(&[
-            "connection refused",
-            "connection reset",
-            "econnrefused",
-            "econnreset",
-            "unreachable",
-            "dns",
-            "name resolution",
-            "network",
-            "broken pipe",
-            "connection closed",
-        ]) {
-            FailureCategory::Network
-        } else if has(&["not found", "no such", "enoent", "does not exist"]) {
+        let word = |phrases: &[&str]| phrases.iter().any(|p| contains_word(&m, p));
+        let anywhere = |phrases: &[&str]| phrases.iter().any(|p| m.contains(p));
+        if anywhere(NOT_FOUND_PHRASES) {
             FailureCategory::NotFound
+        } else if word(NETWORK_PHRASES) {
+            FailureCategory::Network
+        } else if word(FILESYSTEM_PHRASES) {
+            FailureCategory::Filesystem
+        } else if word(PERMISSION_PHRASES) {
+            FailureCategory::Permission
+        } else if anywhere(TIMEOUT_PHRASES) {
+            FailureCategory::Timeout
         } else {
             FailureCategory::Other
         }
     }
+}
+
+/// The category an io kind names, or `None` when the kind says nothing (`Other`, and kinds
+/// this crate does not know), so that the message may be consulted.
+fn io_kind_category(kind: io::ErrorKind) -> Option<FailureCategory> {
+    use io::ErrorKind as K;
+    Some(match kind {
+        K::ConnectionRefused
+        | K::ConnectionReset
+        | K::ConnectionAborted
+        | K::NotConnected
+        | K::BrokenPipe
+        | K::HostUnreachable
+        | K::NetworkUnreachable
+        | K::NetworkDown => FailureCategory::Network,
+        K::ReadOnlyFilesystem | K::StorageFull | K::QuotaExceeded | K::StaleNetworkFileHandle => {
+            FailureCategory::Filesystem
+        }
+        K::PermissionDenied => FailureCategory::Permission,
+        // On Unix a socket's read timeout reports `WouldBlock`.
+        K::TimedOut | K::WouldBlock => FailureCategory::Timeout,
+        K::NotFound => FailureCategory::NotFound,
+        // The call's own: its arguments, its paths, its data, its address.
+        K::InvalidInput
+        | K::InvalidData
+        | K::InvalidFilename
+        | K::IsADirectory
+        | K::NotADirectory
+        | K::DirectoryNotEmpty
+        | K::AlreadyExists
+        | K::FileTooLarge
+        | K::CrossesDevices
+        | K::TooManyLinks
+        | K::ArgumentListTooLong
+        | K::AddrInUse
+        | K::AddrNotAvailable
+        | K::ResourceBusy
+        | K::ExecutableFileBusy
+        | K::Deadlock
+        | K::Interrupted
+        | K::Unsupported
+        | K::UnexpectedEof
+        | K::WriteZero
+        | K::OutOfMemory => FailureCategory::Other,
+        _ => return None,
+    })
 }
 
 impl fmt::Display for FailureCategory {
@@ -141,18 +316,43 @@ impl fmt::Display for FailureCategory {
 }
 
 /// An error that knows its [`FailureCategory`]. Implement it for a tool's error type to make
-/// cascade detection exact instead of guessed from messages.
+/// cascade detection exact instead of guessed from messages; [`Failure::classified`] and the
+/// `#[tool]` macro use it before anything else.
+///
+/// ```
+/// use circuit_breaker::{Classify, Failure, FailureCategory};
+///
+/// struct ApiError { status: u16 }
+/// impl std::fmt::Display for ApiError {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+///         write!(f, "API answered {}", self.status)
+///     }
+/// }
+/// impl Classify for ApiError {
+///     fn category(&self) -> FailureCategory {
+///         FailureCategory::from_http_status(self.status)
+///     }
+/// }
+/// let failure = Failure::classified(&ApiError { status: 503 });
+/// assert_eq!(failure.category(), FailureCategory::Network);
+/// ```
 pub trait Classify {
     /// The category of this error.
     fn category(&self) -> FailureCategory;
 }
 
 impl Classify for io::Error {
+    /// The kind's category; the message only when the kind says nothing (`ErrorKind::Other`).
     fn category(&self) -> FailureCategory {
-        match FailureCategory::from_io_kind(self.kind()) {
-            FailureCategory::Other => FailureCategory::from_message(&self.to_string()),
-            category => category,
-        }
+        io_kind_category(self.kind())
+            .unwrap_or_else(|| FailureCategory::from_message(&self.to_string()))
+    }
+}
+
+impl Classify for ExitStatus {
+    /// [`FailureCategory::from_exit_status`].
+    fn category(&self) -> FailureCategory {
+        FailureCategory::from_exit_status(*self)
     }
 }
 
@@ -170,7 +370,11 @@ pub struct Failure {
 }
 
 impl Failure {
-    /// A failure whose category is guessed from its message.
+    /// A failure whose category is guessed from its message, conservatively
+    /// ([`FailureCategory::from_message`]). Prefer a typed constructor when the tool knows
+    /// more: [`with_category`](Self::with_category), [`with_exit_status`](Self::with_exit_status),
+    /// [`with_http_status`](Self::with_http_status), [`classified`](Self::classified),
+    /// [`from_error`](Self::from_error) or `From<io::Error>`.
     pub fn new(message: impl Into<Cow<'static, str>>) -> Self {
         let message = message.into();
         let category = FailureCategory::from_message(&message);
@@ -185,8 +389,44 @@ impl Failure {
         }
     }
 
+    /// A failure of a process that finished with `status` (see
+    /// [`FailureCategory::from_exit_status`]: 126 permission, 127 not found, killed at a
+    /// deadline timeout, any other code the command's own).
+    ///
+    /// ```
+    /// use circuit_breaker::{Failure, FailureCategory};
+    /// # #[cfg(unix)] {
+    /// let status = std::process::Command::new("sh").args(["-c", "exit 127"]).status().unwrap();
+    /// let failure = Failure::with_exit_status("bash: rgx: command not found", status);
+    /// assert_eq!(failure.category(), FailureCategory::NotFound);
+    /// # }
+    /// ```
+    pub fn with_exit_status(message: impl Into<Cow<'static, str>>, status: ExitStatus) -> Self {
+        Failure::with_category(message, FailureCategory::from_exit_status(status))
+    }
+
+    /// A failure of a process that exited with `code`, as a shell reports it (see
+    /// [`FailureCategory::from_exit_code`]).
+    pub fn with_exit_code(message: impl Into<Cow<'static, str>>, code: i32) -> Self {
+        Failure::with_category(message, FailureCategory::from_exit_code(code))
+    }
+
+    /// A failure of a call that got an HTTP `status` back (see
+    /// [`FailureCategory::from_http_status`]: 502/503/504 network, 401/403 permission, 408
+    /// timeout, 404 not found, 400/422 and the rest other).
+    ///
+    /// ```
+    /// use circuit_breaker::{Failure, FailureCategory};
+    /// let failure = Failure::with_http_status("GET /search: 404 Not Found", 404);
+    /// assert_eq!(failure.category(), FailureCategory::NotFound);
+    /// assert!(!failure.category().is_infrastructure());
+    /// ```
+    pub fn with_http_status(message: impl Into<Cow<'static, str>>, status: u16) -> Self {
+        Failure::with_category(message, FailureCategory::from_http_status(status))
+    }
+
     /// A failure from any error: the first `std::io::Error` in its source chain decides the
-    /// category; otherwise the message does.
+    /// category (see [`Classify`] for `io::Error`); otherwise the message does, conservatively.
     pub fn from_error(error: &(dyn std::error::Error + 'static)) -> Self {
         let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
         while let Some(e) = cause {
@@ -276,6 +516,40 @@ mod tests {
     impl std::error::Error for Wrapper {
         fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
             Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn infrastructure_phrases_match_whole_words_only() {
+        assert!(contains_word("dns lookup failed", "dns"));
+        assert!(contains_word("lookup: dns", "dns"));
+        assert!(!contains_word("dnsmasq: bad option", "dns"));
+        assert!(!contains_word("ednsx", "dns"));
+        assert!(!contains_word("", "dns"));
+        assert!(contains_word("écrire: broken pipe ✓", "broken pipe"));
+        assert_eq!(
+            FailureCategory::from_message("✓ connection refused ✓"),
+            FailureCategory::Network
+        );
+        assert_eq!(
+            FailureCategory::from_message("Zeitüberschreitung"),
+            FailureCategory::Other
+        );
+    }
+
+    #[test]
+    fn exit_codes_and_http_statuses_never_panic() {
+        for code in [i32::MIN, -1, 0, 128, 129, 192, 193, 255, 256, i32::MAX] {
+            let _ = FailureCategory::from_exit_code(code);
+            let _ = FailureCategory::from_signal(code);
+        }
+        assert_eq!(
+            FailureCategory::from_exit_code(137),
+            FailureCategory::Timeout
+        );
+        assert_eq!(FailureCategory::from_exit_code(139), FailureCategory::Other);
+        for status in [0, 99, 404, 599, 600, u16::MAX] {
+            let _ = FailureCategory::from_http_status(status);
         }
     }
 

@@ -45,9 +45,11 @@ impl Policy {
     pub const DEFAULT_BUDGET: u32 = 5;
     /// The seed's default probe interval: every 3rd attempt after opening.
     pub const DEFAULT_PROBE_EVERY: u32 = 3;
-    /// Circuits opening within this many steps of each other count together for cascade
-    /// detection (0: the same step).
-    pub const DEFAULT_CASCADE_WINDOW: u64 = 0;
+    /// Circuits failing within this many steps of each other count together for cascade
+    /// detection (R9.2): 2, the same step or up to two steps apart — two tools behind one
+    /// broken network usually open in the same or the next task step, while a tool that
+    /// broke long before says nothing about a new failure now (0: the same step only).
+    pub const DEFAULT_CASCADE_WINDOW: u64 = 2;
     /// The seed's cap on probe backoff after a cascade: 20 steps.
     pub const DEFAULT_BACKOFF_CAP: u32 = 20;
 
@@ -94,7 +96,10 @@ impl Policy {
         self.probe_unit
     }
 
-    /// Circuits opening within this many steps count together for cascade detection (R9.2).
+    /// The cascade window in steps (R9.2): a circuit opening correlates with an open one of
+    /// the same infrastructure category that last failed at most this many steps before, and
+    /// three circuits opening within it are a systemic event (the rule is documented in the
+    /// `cascade` module).
     pub const fn cascade_window(&self) -> u64 {
         self.cascade_window
     }
@@ -182,7 +187,8 @@ impl PolicyBuilder {
         self
     }
 
-    /// Circuits opening within this many steps count together for cascade detection.
+    /// The cascade window in steps (default [`Policy::DEFAULT_CASCADE_WINDOW`]): failures this
+    /// many steps apart or less can correlate (R9.2).
     #[must_use]
     pub fn cascade_window(mut self, steps: u64) -> Self {
         self.cascade_window = steps;
