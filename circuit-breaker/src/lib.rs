@@ -78,3 +78,7 @@ pub use toolbox::{ToolSet, UnknownTool};
 /// release.
 #[doc(hidden)]
 pub mod __private;
+
+/// The engine behind a plain driver, for the model-based test only. Not a public API.
+#[doc(hidden)]
+pub mod __engine;
