@@ -1,8 +1,11 @@
 //! Model-based property tests (issue #7): random sequences of operations — decide, then
 //! record a success, record a failure with a category, drop the ticket (a cancellation) or
 //! hold it for later; advance the step; start a new cycle; confirm recovery — over 3 to 5 tools
-//! with alternatives (always the cycle Grep <-> Read), run against the expeditor and against
-//! a small reference model written from the SPEC:
+//! with alternatives (always the cycle Grep <-> Read), run against the expeditor, against the
+//! engine driven directly (issue #10: `circuit_breaker::__engine::EngineDriver`, the state
+//! machine as a plain value with no lock, its commands given the step and the time, and the
+//! expeditor's lock-free paths emulated on it — see below) and against a small reference model
+//! written from the SPEC:
 //!
 //! - R3: CLOSED -> OPEN at the threshold of consecutive failures; a probe is due every N
 //!   attempts (or steps) after opening, OPEN -> HALF-OPEN; exactly one probe at a time, and a
@@ -33,11 +36,24 @@
 //! the recorded outcome, every breaker (state, consecutive and total failures, run of
 //! categories, step opened, attempts, probe in flight), the budget (consumed, limit, every
 //! ledger line and its flags), the pause and the systemic event are compared with the model,
-//! and the invariants are checked: consumed <= limit and equal to the charged lines; at most
-//! one live probe ticket per tool, matching the breaker's probe in flight. At the end every
-//! held ticket is dropped, and then every tool is asked once more: a HALF-OPEN tool with no
-//! live probe must give the probe (never stuck). A snapshot restored into a fresh expeditor
-//! must give the same snapshot.
+//! for the expeditor and for the engine alike (one comparison, `Case::check_party`), and the
+//! invariants are checked: consumed <= limit and equal to the charged lines; at most one live
+//! probe ticket per tool, matching the breaker's probe in flight. The engine and the expeditor
+//! are also compared with each other where the model says nothing: whole records (last failure
+//! and success, backoff, attempts also when counted in steps), the whole `Recorded`, the
+//! recovered systemic event, and every event the expeditor's observer saw, in order. At the
+//! end every held ticket is dropped, and then every tool is asked once more: a HALF-OPEN tool
+//! with no live probe must give the probe (never stuck). The engine's snapshot must equal the
+//! expeditor's, and a snapshot restored into a fresh expeditor must give the same snapshot.
+//!
+//! The engine driver makes the expeditor's decisions one to one, reading the engine's state
+//! where the expeditor reads its mirror: CALL on the healthy path without the engine; on an
+//! OPEN tool, not gated and not backing off after a cascade, the lock-free rejection path
+//! counts the attempt and skips without the engine until a probe is due; a backing-off or
+//! gated OPEN tool, a pause and a deferred sub-task go to the engine. It keeps the mirror's
+//! two cells (the attempts of an OPEN tool, reset when the engine says so, and the last
+//! success). Both properties check that the rejection path and the backing-off case are
+//! reached.
 //!
 //! Two properties: `model_uncorrelated` gives each tool its own failure category (or `other`),
 //! so categories never correlate and only the window rule of R9 can fire, and only for the
@@ -56,6 +72,9 @@ mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use circuit_breaker::__engine::{
+    BreakerRecord, Budget, EngineDriver, Path, Recorded, SystemicEvent, Verdict,
+};
 use circuit_breaker::{
     AlternativeSpec, CapabilityMap, CircuitState, Decision, Degradation, Expeditor, Failure,
     FailureCategory, PauseReason, Policy, ProbeUnit, Route, Severity, SkipReason, Ticket, ToolId,
@@ -285,6 +304,22 @@ impl Setup {
             .clock(common::clock())
             .build()
             .expect("a valid map")
+    }
+
+    /// The expeditor, every event of it written to `log`.
+    fn expeditor_observed(&self, log: &common::EventLog) -> Expeditor {
+        Expeditor::builder(self.map())
+            .policy(self.policy())
+            .clock(common::clock())
+            .observer(log.observer())
+            .build()
+            .expect("a valid map")
+    }
+
+    /// The engine, driven directly, over the same map and policy, its cycle starting when
+    /// the expeditor's does.
+    fn engine(&self) -> EngineDriver {
+        EngineDriver::new(&self.map(), self.policy(), common::T0).expect("a valid map")
     }
 }
 
@@ -800,6 +835,11 @@ struct Coverage {
     late_failures: AtomicUsize,
     backoff_probes: AtomicUsize,
     operations: AtomicUsize,
+    /// Decisions the engine driver made without the engine (the lock-free rejection path).
+    lock_free_rejections: AtomicUsize,
+    /// Decisions on an OPEN tool backing off after a cascade, which the rejection path
+    /// leaves to the engine.
+    backing_off_decides: AtomicUsize,
 }
 
 impl Coverage {
@@ -823,12 +863,64 @@ fn describe(route: Route<'_>) -> String {
 struct Held<'a> {
     ticket: Ticket<'a>,
     tool: usize,
-    probe: bool,
+    /// The epoch of the engine driver's probe, when this is a probe.
+    epoch: Option<u64>,
+}
+
+impl Held<'_> {
+    fn probe(&self) -> bool {
+        self.epoch.is_some()
+    }
+}
+
+/// A party the model is compared with: the expeditor, or the engine driven directly.
+trait Party {
+    const NAME: &'static str;
+    fn breaker(&self, tool: ToolId) -> Option<BreakerRecord>;
+    fn budget(&self) -> Budget;
+    fn paused(&self) -> Option<PauseReason>;
+    fn systemic_event(&self) -> Option<SystemicEvent>;
+}
+
+impl Party for Expeditor {
+    const NAME: &'static str = "expeditor";
+    fn breaker(&self, tool: ToolId) -> Option<BreakerRecord> {
+        Expeditor::breaker(self, tool)
+    }
+    fn budget(&self) -> Budget {
+        Expeditor::budget(self)
+    }
+    fn paused(&self) -> Option<PauseReason> {
+        Expeditor::paused(self)
+    }
+    fn systemic_event(&self) -> Option<SystemicEvent> {
+        Expeditor::systemic_event(self)
+    }
+}
+
+impl Party for EngineDriver {
+    const NAME: &'static str = "engine";
+    fn breaker(&self, tool: ToolId) -> Option<BreakerRecord> {
+        EngineDriver::breaker(self, tool)
+    }
+    fn budget(&self) -> Budget {
+        EngineDriver::budget(self).clone()
+    }
+    fn paused(&self) -> Option<PauseReason> {
+        EngineDriver::paused(self)
+    }
+    fn systemic_event(&self) -> Option<SystemicEvent> {
+        EngineDriver::systemic_event(self).cloned()
+    }
 }
 
 struct Case<'a> {
     setup: &'a Setup,
     expeditor: &'a Expeditor,
+    /// Every event the expeditor's observer saw since the last check.
+    events: &'a common::EventLog,
+    /// The engine, driven directly with the same operations.
+    engine: EngineDriver,
     model: Model,
     held: Vec<Held<'a>>,
     correlated: bool,
@@ -837,6 +929,17 @@ struct Case<'a> {
 
 /// At most this many tickets held at once; a hold beyond it is a cancellation.
 const MAX_HELD: usize = 4;
+
+/// What recording a failure returned, as the model sees it.
+fn seen_recorded(got: &Recorded) -> MRecorded {
+    MRecorded {
+        state: got.state,
+        consecutive: got.consecutive_failures,
+        opened: got.opened,
+        consumed: got.budget.consumed,
+        paused: got.paused,
+    }
+}
 
 impl<'a> Case<'a> {
     fn category(&self, tool: usize, byte: u8) -> FailureCategory {
@@ -853,15 +956,13 @@ impl<'a> Case<'a> {
         ToolId::from_index(u32::try_from(tool).unwrap())
     }
 
-    fn act(
-        &mut self,
-        ticket: Ticket<'a>,
-        tool: usize,
-        probe: bool,
-        outcome: Outcome,
-    ) -> Result<(), TestCaseError> {
+    fn act(&mut self, held: Held<'a>, outcome: Outcome) -> Result<(), TestCaseError> {
+        let (tool, probe, epoch) = (held.tool, held.probe(), held.epoch);
+        let ticket = held.ticket;
+        let id = Self::id(tool);
+        let (step, now) = (self.model.step, self.expeditor.now());
         prop_assert_eq!(ticket.is_probe(), probe);
-        prop_assert_eq!(ticket.tool(), Self::id(tool));
+        prop_assert_eq!(ticket.tool(), id);
         match outcome {
             Outcome::Success => {
                 if probe && self.model.tools[tool].state == CircuitState::HalfOpen {
@@ -869,6 +970,7 @@ impl<'a> Case<'a> {
                 }
                 self.model.succeed(tool, probe);
                 ticket.success();
+                self.engine.succeed(id, epoch, step, now);
             }
             Outcome::Failure(byte) => {
                 let category = self.category(tool, byte);
@@ -882,19 +984,17 @@ impl<'a> Case<'a> {
                 if self.model.ledger.last().is_some_and(|e| e.pending) {
                     Coverage::bump(&self.coverage.pending);
                 }
-                let got = ticket.failure(Failure::with_category(message(category), category));
-                let got = MRecorded {
-                    state: got.state,
-                    consecutive: got.consecutive_failures,
-                    opened: got.opened,
-                    consumed: got.budget.consumed,
-                    paused: got.paused,
-                };
-                prop_assert_eq!(got, expected, "recorded failure");
+                let failure = Failure::with_category(message(category), category);
+                let got = ticket.failure(failure.clone());
+                let engine = self.engine.fail(id, epoch, failure, step, now);
+                prop_assert_eq!(seen_recorded(&got), expected, "recorded failure: expeditor");
+                prop_assert_eq!(seen_recorded(&engine), expected, "recorded failure: engine");
+                prop_assert_eq!(engine, got, "recorded failure: engine and expeditor");
             }
             Outcome::Cancel => {
                 self.model.cancel(tool, probe);
                 ticket.cancel();
+                self.engine.cancel(id, epoch);
             }
         }
         Ok(())
@@ -908,59 +1008,76 @@ impl<'a> Case<'a> {
             let i = usize::from(byte) % n;
             (Some(i), Self::id(i))
         };
+        let backing_off = tool.is_some_and(|i| {
+            self.model.tools[i].state == CircuitState::Open && self.model.tools[i].backoff > 0
+        });
         let expected = self.model.decide(tool);
         let decision = self.expeditor.decide(id);
-        match (decision, expected) {
-            (Decision::Call(ticket), Expect::Call) => self.after(ticket, tool, false, then),
-            (Decision::Probe(ticket), Expect::Probe) => {
+        let verdict = self.engine.decide(id, self.model.step);
+        match self.engine.last_path() {
+            Path::Rejected => Coverage::bump(&self.coverage.lock_free_rejections),
+            Path::Engine if backing_off && self.model.halt.is_none() => {
+                Coverage::bump(&self.coverage.backing_off_decides);
+            }
+            _ => {}
+        }
+        // Both parties' decisions, in the model's terms.
+        let (seen, ticket) = match decision {
+            Decision::Call(ticket) => (Expect::Call, Some(ticket)),
+            Decision::Probe(ticket) => (Expect::Probe, Some(ticket)),
+            Decision::Skip(skip) => {
+                prop_assert_eq!(skip.tool(), id);
+                // Bounded: the routes must end on their own, each alternative listed once.
+                let routes: Vec<String> = skip.routes().take(16).map(describe).collect();
+                prop_assert_eq!(Some(&describe(skip.route())), routes.first());
+                (Expect::Skip(skip.reason(), routes), None)
+            }
+            Decision::Pause(pause) => {
+                prop_assert_eq!(pause.tool(), id);
+                (Expect::Pause(pause.reason()), None)
+            }
+        };
+        let (engine_seen, epoch) = match verdict {
+            Verdict::Call => (Expect::Call, None),
+            Verdict::Probe(epoch) => (Expect::Probe, Some(epoch)),
+            Verdict::Skip(reason) => {
+                let routes = self.engine.routes(id).take(16).map(describe).collect();
+                (Expect::Skip(reason, routes), None)
+            }
+            Verdict::Pause(reason) => (Expect::Pause(reason), None),
+        };
+        prop_assert_eq!(&seen, &expected, "decide({:?}): expeditor", tool);
+        prop_assert_eq!(&engine_seen, &expected, "decide({:?}): engine", tool);
+        match &expected {
+            Expect::Probe => {
                 Coverage::bump(&self.coverage.probes);
                 if tool.is_some_and(|i| self.model.tools[i].backoff >= 2) {
                     Coverage::bump(&self.coverage.backoff_probes);
                 }
-                self.after(ticket, tool, true, then)
             }
-            (Decision::Skip(skip), Expect::Skip(reason, routes)) => {
-                if reason == SkipReason::ProbeInFlight {
-                    Coverage::bump(&self.coverage.probe_in_flight_skips);
-                }
-                prop_assert_eq!(skip.reason(), reason);
-                prop_assert_eq!(skip.tool(), id);
-                // Bounded: the routes must end on their own, each alternative listed once.
-                let got: Vec<String> = skip.routes().take(16).map(describe).collect();
-                prop_assert_eq!(&got, &routes, "routes");
-                prop_assert_eq!(describe(skip.route()), routes[0].clone());
-                Ok(())
+            Expect::Skip(SkipReason::ProbeInFlight, _) => {
+                Coverage::bump(&self.coverage.probe_in_flight_skips);
             }
-            (Decision::Pause(pause), Expect::Pause(reason)) => {
-                prop_assert_eq!(pause.reason(), reason);
-                Ok(())
-            }
-            (decision, expected) => Err(TestCaseError::fail(format!(
-                "decide({tool:?}): got {}, model says {expected:?}",
-                decision.kind()
-            ))),
+            _ => {}
         }
-    }
-
-    fn after(
-        &mut self,
-        ticket: Ticket<'a>,
-        tool: Option<usize>,
-        probe: bool,
-        then: Option<Outcome>,
-    ) -> Result<(), TestCaseError> {
-        let tool = tool.expect("only known tools get tickets");
-        match then {
-            Some(outcome) => self.act(ticket, tool, probe, outcome),
-            None if self.held.len() < MAX_HELD => {
-                self.held.push(Held {
+        match ticket {
+            Some(ticket) => {
+                let tool = tool.expect("only known tools get tickets");
+                let held = Held {
                     ticket,
                     tool,
-                    probe,
-                });
-                Ok(())
+                    epoch,
+                };
+                match then {
+                    Some(outcome) => self.act(held, outcome),
+                    None if self.held.len() < MAX_HELD => {
+                        self.held.push(held);
+                        Ok(())
+                    }
+                    None => self.act(held, Outcome::Cancel),
+                }
             }
-            None => self.act(ticket, tool, probe, Outcome::Cancel),
+            None => Ok(()),
         }
     }
 
@@ -971,7 +1088,7 @@ impl<'a> Case<'a> {
             Op::Resolve { slot, outcome } => {
                 if !self.held.is_empty() {
                     let held = self.held.remove(usize::from(slot) % self.held.len());
-                    self.act(held.ticket, held.tool, held.probe, outcome)?;
+                    self.act(held, outcome)?;
                 }
             }
             Op::Advance => {
@@ -980,7 +1097,8 @@ impl<'a> Case<'a> {
             }
             Op::NewCycle => {
                 self.model.new_cycle();
-                self.expeditor.new_cycle();
+                let cycle = self.expeditor.new_cycle();
+                prop_assert_eq!(self.engine.new_cycle(self.expeditor.now()), cycle);
             }
             Op::Confirm => {
                 let expected = self.model.confirm();
@@ -989,44 +1107,97 @@ impl<'a> Case<'a> {
                 }
                 let got = self.expeditor.confirm_recovery();
                 prop_assert_eq!(got.is_some(), expected, "confirm_recovery");
+                let engine = self.engine.confirm_recovery(self.model.step);
+                prop_assert_eq!(engine, got, "confirm_recovery: engine");
             }
         }
         self.check()
     }
 
-    /// Everything the model knows, compared; and the invariants.
-    fn check(&self) -> Result<(), TestCaseError> {
+    /// Everything the model knows, compared with both parties; the events of both compared
+    /// with each other; and the invariants.
+    fn check(&mut self) -> Result<(), TestCaseError> {
         let (expeditor, model) = (self.expeditor, &self.model);
         prop_assert_eq!(expeditor.step(), model.step);
+        self.check_party(expeditor)?;
+        self.check_party(&self.engine)?;
         for (i, t) in model.tools.iter().enumerate() {
             let id = Self::id(i);
-            let record = expeditor.breaker(id).expect("a known tool");
-            prop_assert_eq!(record.state(), t.state, "state of {}", t.name);
             prop_assert_eq!(expeditor.state(id), Some(t.state), "mirror of {}", t.name);
-            prop_assert_eq!(record.consecutive_failures(), t.consecutive, "{}", t.name);
-            prop_assert_eq!(record.total_failures(), t.total, "{}", t.name);
-            let run: Vec<FailureCategory> = record
-                .recent_failures()
-                .iter()
-                .map(Failure::category)
-                .collect();
-            prop_assert_eq!(&run, &t.run, "run of {}", t.name);
-            prop_assert_eq!(record.opened_at_step(), t.opened_at, "{}", t.name);
-            prop_assert_eq!(record.probe_in_flight(), t.probe, "probe of {}", t.name);
+            // The rest of the record too (last failure and success, backoff, attempts).
+            prop_assert_eq!(
+                self.engine.breaker(id),
+                expeditor.breaker(id),
+                "engine's record of {}",
+                t.name
+            );
             // One probe at a time: the live probe tickets of a tool are its probe in flight.
-            let live = self.held.iter().filter(|h| h.tool == i && h.probe).count();
+            let live = self
+                .held
+                .iter()
+                .filter(|h| h.tool == i && h.probe())
+                .count();
             prop_assert!(live <= 1, "{} live probes of {}", live, t.name);
             prop_assert_eq!(live == 1, t.probe, "live probe ticket of {}", t.name);
             if t.probe {
                 prop_assert_eq!(t.state, CircuitState::HalfOpen);
             }
         }
-        let budget = expeditor.budget();
+        prop_assert_eq!(self.engine.take_events(), self.events.take(), "events");
+        Ok(())
+    }
+
+    /// Everything the model knows, compared with one party.
+    fn check_party<P: Party>(&self, party: &P) -> Result<(), TestCaseError> {
+        let model = &self.model;
+        let who = P::NAME;
+        for (i, t) in model.tools.iter().enumerate() {
+            let id = Self::id(i);
+            let record = party.breaker(id).expect("a known tool");
+            prop_assert_eq!(record.state(), t.state, "{}: state of {}", who, t.name);
+            prop_assert_eq!(
+                record.consecutive_failures(),
+                t.consecutive,
+                "{}: {}",
+                who,
+                t.name
+            );
+            prop_assert_eq!(record.total_failures(), t.total, "{}: {}", who, t.name);
+            let run: Vec<FailureCategory> = record
+                .recent_failures()
+                .iter()
+                .map(Failure::category)
+                .collect();
+            prop_assert_eq!(&run, &t.run, "{}: run of {}", who, t.name);
+            prop_assert_eq!(record.opened_at_step(), t.opened_at, "{}: {}", who, t.name);
+            prop_assert_eq!(
+                record.probe_in_flight(),
+                t.probe,
+                "{}: probe of {}",
+                who,
+                t.name
+            );
+            // Attempts are counted in attempts, not in steps (where the count is not kept).
+            if !self.setup.steps && t.state == CircuitState::Open {
+                let json = serde_json::to_value(&record).expect("serializable");
+                prop_assert_eq!(
+                    json["attempts_since_open"].as_u64(),
+                    Some(u64::from(t.attempts)),
+                    "{}: attempts of {}",
+                    who,
+                    t.name
+                );
+            }
+        }
+        let budget = party.budget();
         let charged = budget.ledger().iter().filter(|e| e.charged).count();
-        prop_assert!(budget.consumed() <= budget.limit(), "budget exceeded");
+        prop_assert!(
+            budget.consumed() <= budget.limit(),
+            "{who}: budget exceeded"
+        );
         prop_assert_eq!(usize::try_from(budget.consumed()).unwrap(), charged);
         prop_assert_eq!(budget.limit(), model.limit);
-        prop_assert_eq!(budget.consumed(), model.consumed(), "consumed");
+        prop_assert_eq!(budget.consumed(), model.consumed(), "{}: consumed", who);
         let ledger: Vec<MEntry> = budget
             .ledger()
             .iter()
@@ -1037,29 +1208,19 @@ impl<'a> Case<'a> {
                 systemic: e.systemic,
             })
             .collect();
-        prop_assert_eq!(&ledger, &model.ledger, "ledger");
-        prop_assert_eq!(expeditor.paused(), model.halt, "pause");
-        let event = expeditor.systemic_event();
-        prop_assert_eq!(event.is_some(), model.event.is_some(), "systemic event");
+        prop_assert_eq!(&ledger, &model.ledger, "{}: ledger", who);
+        prop_assert_eq!(party.paused(), model.halt, "{}: pause", who);
+        let event = party.systemic_event();
+        prop_assert_eq!(
+            event.is_some(),
+            model.event.is_some(),
+            "{}: systemic event",
+            who
+        );
         if let (Some(event), Some(m)) = (event, &model.event) {
             let tools: Vec<&str> = m.involved.iter().map(|&j| model.tools[j].name).collect();
-            prop_assert_eq!(&event.tools, &tools);
-            prop_assert_eq!(event.recovered, m.recovered);
-        }
-        // Attempts are counted in attempts, not in steps (where the count is not kept).
-        if !self.setup.steps {
-            for (i, t) in model.tools.iter().enumerate() {
-                if t.state == CircuitState::Open {
-                    let record = expeditor.breaker(Self::id(i)).expect("known");
-                    let json = serde_json::to_value(&record).expect("serializable");
-                    prop_assert_eq!(
-                        json["attempts_since_open"].as_u64(),
-                        Some(u64::from(t.attempts)),
-                        "attempts of {}",
-                        t.name
-                    );
-                }
-            }
+            prop_assert_eq!(&event.tools, &tools, "{}: systemic event", who);
+            prop_assert_eq!(event.recovered, m.recovered, "{}: systemic event", who);
         }
         Ok(())
     }
@@ -1068,7 +1229,7 @@ impl<'a> Case<'a> {
     /// left without a probe to give.
     fn finish(&mut self) -> Result<(), TestCaseError> {
         while let Some(held) = self.held.pop() {
-            self.act(held.ticket, held.tool, held.probe, Outcome::Cancel)?;
+            self.act(held, Outcome::Cancel)?;
             self.check()?;
         }
         for i in 0..self.setup.tools {
@@ -1091,10 +1252,13 @@ fn run_case(
     correlated: bool,
     coverage: &Coverage,
 ) -> Result<(), TestCaseError> {
-    let expeditor = setup.expeditor();
+    let events = common::EventLog::default();
+    let expeditor = setup.expeditor_observed(&events);
     let mut case = Case {
         setup,
         expeditor: &expeditor,
+        events: &events,
+        engine: setup.engine(),
         model: Model::new(setup),
         held: Vec::new(),
         correlated,
@@ -1115,8 +1279,10 @@ fn run_case(
         }
     }
     case.finish()?;
-    // The whole state survives a snapshot restored into a fresh expeditor.
+    // The engine driven directly ends in the expeditor's state, to the last timestamp.
     let snapshot = expeditor.snapshot();
+    prop_assert_eq!(case.engine.snapshot(expeditor.step()), snapshot.clone());
+    // The whole state survives a snapshot restored into a fresh expeditor.
     let restored = setup.expeditor();
     restored
         .restore(&snapshot)
@@ -1165,7 +1331,8 @@ fn run_property(name: &str, default_cases: u32, correlated: bool) -> Coverage {
     eprintln!(
         "{name}: {} operations; {} probes ({} closed, {} re-opened), {} probe-in-flight skips, \
          {} late CALL failures, {} budget pauses, {} systemic events, {} recoveries, \
-         {} probes backed off twice or more, {} pending failures",
+         {} probes backed off twice or more, {} pending failures; engine driver: {} lock-free \
+         rejections, {} backing-off OPEN tools left to the engine",
         Coverage::get(&c.operations),
         Coverage::get(&c.probes),
         Coverage::get(&c.closed_by_probe),
@@ -1177,6 +1344,8 @@ fn run_property(name: &str, default_cases: u32, correlated: bool) -> Coverage {
         Coverage::get(&c.recoveries),
         Coverage::get(&c.backoff_probes),
         Coverage::get(&c.pending),
+        Coverage::get(&c.lock_free_rejections),
+        Coverage::get(&c.backing_off_decides),
     );
     coverage
 }
@@ -1194,6 +1363,8 @@ fn model_uncorrelated() {
         ("systemic events", &c.systemic),
         ("recoveries", &c.recoveries),
         ("backed-off probes", &c.backoff_probes),
+        ("lock-free rejections", &c.lock_free_rejections),
+        ("backing-off decides", &c.backing_off_decides),
     ] {
         assert!(Coverage::get(counter) > 0, "no {what} generated");
     }
@@ -1208,6 +1379,8 @@ fn model_cascades() {
         ("recoveries", &c.recoveries),
         ("backed-off probes", &c.backoff_probes),
         ("pending failures", &c.pending),
+        ("lock-free rejections", &c.lock_free_rejections),
+        ("backing-off decides", &c.backing_off_decides),
     ] {
         assert!(Coverage::get(counter) > 0, "no {what} generated");
     }
