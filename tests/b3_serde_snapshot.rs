@@ -5,8 +5,11 @@ mod common;
 use std::time::Duration;
 
 use circuit_breaker::{
-    Budget, CapabilityMap, CircuitState, Decision, Event, Expeditor, ManualClock, ModelNote,
-    PauseReason, Policy, RestoreError, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, Snapshot, StateTable,
+    CapabilityMap, CircuitState, Decision, Expeditor, PauseReason, Policy,
+    clock::ManualClock,
+    event::Event,
+    report::{Budget, ModelNote, StateTable},
+    snapshot::{RestoreError, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, Snapshot},
 };
 use common::{
     EventLog, assert_golden, clock, expeditor_with, fail, id, kind, open3, seed_expeditor,

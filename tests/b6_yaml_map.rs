@@ -1,7 +1,10 @@
 //! B6, R1.4: capability maps loaded at run time in the seed's YAML shape — for tools
 //! discovered at run time, e.g. from an MCP server's manifest.
 
-use circuit_breaker::{CapabilityMap, Expeditor, MapError, Severity};
+use circuit_breaker::{
+    CapabilityMap, Expeditor,
+    capability::{MapError, Severity},
+};
 
 /// The seed's capability map, as the seed writes it, plus the Edit tool it names.
 const SEED_YAML: &str = r#"

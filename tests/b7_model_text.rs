@@ -4,7 +4,8 @@
 mod common;
 
 use circuit_breaker::{
-    AlternativeSpec, CapabilityMap, Decision, Expeditor, ModelNote, Policy, ProbeUnit, ToolId,
+    AlternativeSpec, CapabilityMap, Decision, Expeditor, Policy, expeditor::ToolId,
+    policy::ProbeUnit, report::ModelNote,
 };
 use common::{assert_no_retry_invitation, clock, expeditor_with, fail, id, open3, seed_map};
 

@@ -7,7 +7,10 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use circuit_breaker::{CapabilityMap, Decision, Expeditor, Snapshot, SnapshotFileError, ToolSpec};
+use circuit_breaker::{
+    CapabilityMap, Decision, Expeditor, ToolSpec,
+    snapshot::{Snapshot, SnapshotFileError},
+};
 
 const CHILD: &str = "CIRCUIT_BREAKER_SAVE_LOOP";
 

@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use circuit_breaker::{
-    CapabilityMap, CircuitState, Decision, Expeditor, FailureCategory, PANICKED, Policy, ToolSpec,
-    toolbox,
+    CapabilityMap, CircuitState, Decision, Expeditor, FailureCategory, Policy, ToolSpec,
+    expeditor::PANICKED, toolbox,
 };
 
 fn expeditor() -> Expeditor {

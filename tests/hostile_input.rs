@@ -48,8 +48,11 @@ use std::time::{Duration, Instant};
 
 use circuit_breaker::{
     AlternativeSpec, CapabilityMap, CircuitState, Decision, Degradation, Expeditor, Failure,
-    FailureCategory, MapError, MapErrors, Policy, ProbeUnit, RestoreError, Route, Snapshot, ToolId,
-    ToolSpec,
+    FailureCategory, Policy, Route, ToolSpec,
+    capability::{MapError, MapErrors},
+    expeditor::ToolId,
+    policy::ProbeUnit,
+    snapshot::{RestoreError, Snapshot},
 };
 use common::{clock, expeditor_with, fail, id, kind, open3, seed_map, seed_task, succeed};
 use serde_json::{Value, json};
@@ -209,7 +212,7 @@ fn cascade_snapshot() -> Snapshot {
     }
     let snapshot = cascade.snapshot();
     assert!(snapshot.systemic.as_ref().is_some_and(|e| !e.recovered));
-    let flags = |e: &circuit_breaker::LedgerEntry| (e.charged, e.pending, e.systemic);
+    let flags = |e: &circuit_breaker::report::LedgerEntry| (e.charged, e.pending, e.systemic);
     let ledger: Vec<_> = snapshot.budget.ledger().iter().map(flags).collect();
     assert!(
         ledger.contains(&(false, true, false)),

@@ -11,7 +11,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::hint::black_box;
 
-use circuit_breaker::{Decision, Expeditor, Policy, ProbeUnit, Route, SkipReason};
+use circuit_breaker::{Decision, Expeditor, Policy, Route, SkipReason, policy::ProbeUnit};
 use common::{clock, expeditor_with, id, open3, seed_map, succeed};
 
 struct Counting;

@@ -12,8 +12,13 @@ use std::io;
 use std::time::Duration;
 
 use circuit_breaker::{
-    Availability, CallError, CircuitState, Dated, FailureCategory, Freshness, ManualClock,
-    PauseReason, RouteKind, ScopeError, Severity, SkipReason, Task, Timestamp, toolbox,
+    Availability, CallError, CircuitState, FailureCategory, PauseReason, SkipReason, Task,
+    capability::Severity,
+    clock::{ManualClock, Timestamp},
+    freshness::{Dated, Freshness},
+    route::RouteKind,
+    scope::ScopeError,
+    toolbox,
 };
 use common::{T0, assert_golden, assert_no_retry_invitation};
 

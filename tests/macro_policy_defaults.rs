@@ -4,7 +4,7 @@
 
 use std::io;
 
-use circuit_breaker::{Policy, ProbeUnit, ToolSet, toolbox};
+use circuit_breaker::{Policy, policy::ProbeUnit, toolbox, toolbox::ToolSet};
 
 struct Plain;
 

@@ -7,8 +7,8 @@ use std::fmt;
 use std::io;
 
 use circuit_breaker::{
-    CallError, CircuitState, Classify, FailureCategory, RouteKind, Severity, SkipReason, ToolSet,
-    toolbox,
+    CallError, CircuitState, Classify, FailureCategory, SkipReason, capability::Severity,
+    route::RouteKind, toolbox, toolbox::ToolSet,
 };
 
 /// Real work over an in-memory file tree; each tool can be broken the way real tools break.

@@ -77,8 +77,10 @@ use circuit_breaker::__engine::{
 };
 use circuit_breaker::{
     AlternativeSpec, CapabilityMap, CircuitState, Decision, Degradation, Expeditor, Failure,
-    FailureCategory, PauseReason, Policy, ProbeUnit, Route, Severity, SkipReason, Ticket, ToolId,
-    ToolSpec,
+    FailureCategory, PauseReason, Policy, Route, SkipReason, ToolSpec,
+    capability::Severity,
+    expeditor::{Ticket, ToolId},
+    policy::ProbeUnit,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};

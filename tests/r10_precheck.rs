@@ -5,8 +5,8 @@
 mod common;
 
 use circuit_breaker::{
-    Availability, CapabilityMap, CircuitState, Decision, Event, Expeditor, Policy, ProbeUnit,
-    Route, SkipReason, ToolId, ToolOffer, ToolSpec,
+    Availability, CapabilityMap, CircuitState, Decision, Expeditor, Policy, Route, SkipReason,
+    ToolSpec, event::Event, expeditor::ToolId, policy::ProbeUnit, report::ToolOffer,
 };
 use common::{
     EventLog, assert_no_retry_invitation, clock, expeditor_with, fail, fail_all, id, kind, open3,

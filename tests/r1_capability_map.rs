@@ -6,8 +6,8 @@ mod common;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use circuit_breaker::{
-    AlternativeSpec, CapabilityMap, Decision, Degradation, Expeditor, MapError, MapErrors, Route,
-    Severity, ToolSpec, UNKNOWN_DEGRADATION,
+    AlternativeSpec, CapabilityMap, Decision, Degradation, Expeditor, Route, ToolSpec,
+    capability::{MapError, MapErrors, Severity, UNKNOWN_DEGRADATION},
 };
 use common::{
     assert_golden, fail_all, id, open3, policy_with_budget, seed_map, seed_map_as_written,

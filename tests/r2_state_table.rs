@@ -6,8 +6,12 @@ mod common;
 use std::time::Duration;
 
 use circuit_breaker::{
-    AlternativeSpec, CapabilityMap, CircuitState, Decision, Degradation, Event, Expeditor,
-    MapError, Policy, PolicyError, PolicyProblem, ProbeUnit, Route, StateTable, ToolSpec,
+    AlternativeSpec, CapabilityMap, CircuitState, Decision, Degradation, Expeditor, Policy, Route,
+    ToolSpec,
+    capability::MapError,
+    event::Event,
+    policy::{PolicyError, PolicyProblem, ProbeUnit},
+    report::StateTable,
 };
 use common::{
     EventLog, SEED_TOOLS, T0, assert_golden, clock, expeditor_with, fail, fail_all, id, kind,
@@ -16,7 +20,7 @@ use common::{
 
 /// The seed's story up to the budget block: two healthy tools, Bash opened by three
 /// failures, one WebSearch failure. Wall time moves with the steps.
-fn seed_story() -> (Expeditor, circuit_breaker::ManualClock) {
+fn seed_story() -> (Expeditor, circuit_breaker::clock::ManualClock) {
     let (expeditor, clock) = seed_expeditor();
     expeditor.advance_step(); // 1
     succeed(&expeditor, "Grep");

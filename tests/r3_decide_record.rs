@@ -7,8 +7,8 @@ use std::sync::Barrier;
 use std::thread;
 
 use circuit_breaker::{
-    BudgetStatus, CircuitState, Decision, Event, Expeditor, Failure, PauseReason, Policy,
-    ProbeUnit, Recorded, SkipReason,
+    CircuitState, Decision, Expeditor, Failure, PauseReason, Policy, SkipReason, event::Event,
+    expeditor::Recorded, policy::ProbeUnit, report::BudgetStatus,
 };
 use common::{
     EventLog, SEED_TOOLS, T0, clock, expeditor_with, fail, fail_all, id, kind, open3,

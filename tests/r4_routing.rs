@@ -4,8 +4,11 @@
 mod common;
 
 use circuit_breaker::{
-    Decision, Expeditor, Policy, ProbeUnit, Route, RouteKind, RouteTaken, Severity, SkipReason,
-    ToolId,
+    Decision, Expeditor, Policy, Route, SkipReason,
+    capability::Severity,
+    expeditor::ToolId,
+    policy::ProbeUnit,
+    route::{RouteKind, RouteTaken},
 };
 use common::{SEED_TOOLS, clock, expeditor_with, id, kind, open3, seed_map};
 

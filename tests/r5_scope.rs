@@ -5,8 +5,10 @@
 mod common;
 
 use circuit_breaker::{
-    Availability, CircuitState, Decision, Deferral, Event, Expeditor, PauseReason, Policy,
-    ProbeUnit, ScopeError, ScopeReport, SkipReason, Task, WorkStatus,
+    Availability, CircuitState, Decision, Expeditor, PauseReason, Policy, SkipReason, Task,
+    event::Event,
+    policy::ProbeUnit,
+    scope::{Deferral, ScopeError, ScopeReport, WorkStatus},
 };
 use common::{
     EventLog, assert_golden, assert_no_retry_invitation, bash_spec, clock, expeditor_with, id,
@@ -573,7 +575,7 @@ fn r5_progress_feeds_the_pause_report() {
     open3(&expeditor, "Bash");
     task.failed(3, "Bash circuit OPEN").unwrap();
     let report = expeditor.pause_report(&task);
-    let lines = |list: &[circuit_breaker::WorkLine]| {
+    let lines = |list: &[circuit_breaker::report::WorkLine]| {
         list.iter()
             .map(|l| (l.number, l.status.clone()))
             .collect::<Vec<_>>()

@@ -7,9 +7,14 @@ mod common;
 use std::time::Duration;
 
 use circuit_breaker::{
-    CallError, CapabilityMap, Dated, Expeditor, Freshness, FreshnessProfile, Labelled, ManualClock,
-    ModelNote, Observation, PauseReason, Policy, Refusal, RouteKind, SkipReason, StaleCache,
-    Timestamp, ToolId, ToolSpec, digest, serve_stale, toolbox,
+    __private::serve_stale,
+    CallError, CapabilityMap, Expeditor, PauseReason, Policy, Refusal, SkipReason, ToolSpec,
+    clock::{ManualClock, Timestamp},
+    expeditor::ToolId,
+    freshness::{Dated, Freshness, FreshnessProfile, Labelled, Observation, StaleCache, digest},
+    report::ModelNote,
+    route::RouteKind,
+    toolbox,
 };
 use common::{T0, clock, expeditor_with, id, seed_map};
 
@@ -30,7 +35,7 @@ fn live(args: u64, output: u64) -> Observation {
 }
 
 /// The seed's map with WebSearch declared as caching, a manual clock at [`T0`].
-fn expeditor() -> (Expeditor, circuit_breaker::ManualClock) {
+fn expeditor() -> (Expeditor, circuit_breaker::clock::ManualClock) {
     let clock = clock();
     let map = CapabilityMap::new()
         .tool(common::grep_spec())

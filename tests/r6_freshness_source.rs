@@ -3,7 +3,7 @@
 
 use std::io;
 
-use circuit_breaker::{Freshness, toolbox};
+use circuit_breaker::{freshness::Freshness, toolbox};
 
 struct Files;
 

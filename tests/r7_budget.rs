@@ -5,8 +5,11 @@ mod common;
 use std::time::Duration;
 
 use circuit_breaker::{
-    BudgetStatus, CircuitState, Decision, Event, Expeditor, FailureCategory, ManualClock,
-    PauseReason, PauseReport, Policy, Task, ToolHealth, WorkLine, WorkStatus,
+    CircuitState, Decision, Expeditor, FailureCategory, PauseReason, Policy, Task,
+    clock::ManualClock,
+    event::Event,
+    report::{BudgetStatus, PauseReport, ToolHealth, WorkLine},
+    scope::WorkStatus,
 };
 use common::{
     EventLog, assert_golden, clock, fail, fail_all, id, kind, seed_expeditor, seed_map, seed_task,

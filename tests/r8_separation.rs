@@ -4,7 +4,7 @@
 mod common;
 
 use circuit_breaker::{
-    CapabilityMap, CircuitState, Decision, Expeditor, Failure, FailureCategory, ManualClock,
+    CapabilityMap, CircuitState, Decision, Expeditor, Failure, FailureCategory, clock::ManualClock,
 };
 use common::T0;
 

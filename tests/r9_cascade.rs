@@ -10,8 +10,9 @@ mod common;
 use std::io;
 
 use circuit_breaker::{
-    CapabilityMap, CircuitState, Decision, Event, Expeditor, Failure, FailureCategory, PauseReason,
-    Policy, ProbeUnit, Snapshot, SystemicEvent, Task, ToolSpec,
+    CapabilityMap, CircuitState, Decision, Expeditor, Failure, FailureCategory, PauseReason,
+    Policy, Task, ToolSpec, event::Event, policy::ProbeUnit, report::SystemicEvent,
+    snapshot::Snapshot,
 };
 use common::{
     EventLog, T0, assert_golden, assert_no_retry_invitation, clock, expeditor_with, fail, fail_all,
@@ -62,7 +63,7 @@ fn steps_policy() -> Policy {
 }
 
 /// Fails `tool` three times with an io `ConnectionRefused` (threshold 3: it opens).
-fn refuse3(expeditor: &Expeditor, tool: &str) -> circuit_breaker::Recorded {
+fn refuse3(expeditor: &Expeditor, tool: &str) -> circuit_breaker::expeditor::Recorded {
     let mut last = None;
     for _ in 0..3 {
         last = Some(fail(expeditor, tool, refused()));
@@ -204,7 +205,7 @@ fn r9_2_a_second_circuit_opening_with_an_open_ones_category_is_one_systemic_even
     );
     let json = serde_json::to_string(&report).unwrap();
     assert_eq!(
-        serde_json::from_str::<circuit_breaker::PauseReport>(&json).unwrap(),
+        serde_json::from_str::<circuit_breaker::report::PauseReport>(&json).unwrap(),
         report
     );
 }
@@ -223,7 +224,7 @@ fn r9_2_the_systemic_pause_tells_the_model_to_stop_not_to_retry() {
     let offer = expeditor.offer();
     assert!(offer.offered.is_empty());
     // The offer answers no call: the same note, naming no tool asked for (B7).
-    let unasked = circuit_breaker::ModelNote {
+    let unasked = circuit_breaker::report::ModelNote {
         asked_for: None,
         ..note
     };
@@ -835,7 +836,11 @@ fn roomy() -> Policy {
 }
 
 /// Fails `tool` three times with `failure` (threshold 3: it opens).
-fn fail3(expeditor: &Expeditor, tool: &str, failure: &Failure) -> circuit_breaker::Recorded {
+fn fail3(
+    expeditor: &Expeditor,
+    tool: &str,
+    failure: &Failure,
+) -> circuit_breaker::expeditor::Recorded {
     let mut last = None;
     for _ in 0..3 {
         last = Some(fail(expeditor, tool, failure.clone()));

@@ -27,8 +27,8 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 
 use circuit_breaker::{
-    CircuitState, Decision, Event, Expeditor, Failure, FailureCategory, PauseReason, Policy,
-    SkipReason, ToolId,
+    CircuitState, Decision, Expeditor, Failure, FailureCategory, PauseReason, Policy, SkipReason,
+    event::Event, expeditor::ToolId,
 };
 use common::{SEED_TOOLS, clock, seed_map};
 

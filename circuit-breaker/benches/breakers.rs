@@ -36,7 +36,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use circuit_breaker::{Decision, Expeditor, Policy, ToolId, toolbox};
+use circuit_breaker::{Decision, Expeditor, Policy, expeditor::ToolId, toolbox};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, criterion_group, criterion_main};
 
@@ -74,7 +74,7 @@ fn expeditor() -> (Expeditor, ToolId) {
         .threshold(3)
         .budget(1_000_000)
         .probe_every(1_000)
-        .probe_unit(circuit_breaker::ProbeUnit::Steps)
+        .probe_unit(circuit_breaker::policy::ProbeUnit::Steps)
         .build()
         .expect("valid policy");
     let expeditor = Expeditor::builder(map)

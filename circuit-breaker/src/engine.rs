@@ -782,10 +782,10 @@ impl Engine {
         let Some(precheck) = self.prechecks.get_mut(i) else {
             return false;
         };
-        let changed = precheck.availability() != availability;
+        let differs = precheck.availability() != availability;
         precheck.result = Some(availability);
         changes.touch(tool);
-        if changed {
+        if differs {
             changes.events.push(Event::AvailabilityChanged {
                 tool: self.defs[i].spec.name().to_owned(),
                 availability: precheck.availability().to_string(),

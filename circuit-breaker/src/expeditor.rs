@@ -32,7 +32,6 @@ use crate::route::{Route, Routes};
 use crate::scope::{ScopeError, ScopeReport, Task};
 use crate::snapshot::{RestoreError, Snapshot};
 use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
-use crate::toolbox::ToolSet;
 
 pub use crate::engine::{PauseReason, Recorded, SkipReason};
 pub use crate::id::ToolId;
@@ -69,7 +68,7 @@ struct CachePadded<T>(T);
 ///     Decision::Skip(skip) => println!("{}", skip.for_model()),
 ///     Decision::Pause(pause) => println!("{}", pause.for_model()),
 /// }
-/// # Ok::<(), circuit_breaker::MapErrors>(())
+/// # Ok::<(), circuit_breaker::capability::MapErrors>(())
 /// ```
 pub struct Expeditor {
     mirror: Mirror,
@@ -651,15 +650,6 @@ impl Expeditor {
             .fold(CapabilityMap::new(), |map, slot| {
                 map.tool(slot.def.spec.clone())
             })
-    }
-
-    /// Whether this expeditor's first tools are exactly `T`'s, in order, so that `T`'s ids
-    /// name the right breakers.
-    pub fn serves<T: ToolSet>(&self) -> bool {
-        T::ALL.iter().all(|&t| {
-            let id: ToolId = t.into();
-            self.tool_name(id) == Some(t.name())
-        })
     }
 
     /// Tools with no alternative (R1.3).

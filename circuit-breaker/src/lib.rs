@@ -6,73 +6,54 @@
 
 //! # Layout
 //!
-//! The modules follow the seed's words. The expeditor decides; it never calls tools:
+//! The crate root holds the names you write; the modules hold the rest, one concern each.
+//! The expeditor decides; it never calls tools (R8). Dependencies run one way:
 //!
-//! - decision layer (no tool API, no tool error type, R8): [`capability`], [`policy`],
-//!   [`breaker`], [`expeditor`], [`route`], [`budget`], [`scope`], [`freshness`],
-//!   [`cascade`], [`precheck`], [`clock`], [`event`], [`report`], [`snapshot`]
-//! - the executor's side of the line: [`executor`] (what a guarded call returns, and the plan
-//!   of the one call to make), [`failure`] (a tool's error turned into data), [`toolbox`](mod@toolbox)
-//!   (the trait of the enum `#[toolbox]` generates)
+//! - ids, the map and the policy: [`capability`], [`policy`], [`failure`], [`clock`]
+//! - one concern each, plain data: breakers, budget and ledger, cascades, pre-call checks,
+//!   [`freshness`], [`scope`], [`route`], [`snapshot`], [`event`]
+//! - the engine: the whole state machine as one plain value, no locks inside
+//! - the mirror: what the lock-free paths read, written only by the expeditor's `publish`
+//! - [`expeditor`]: the thread-safe shell and its whole public API, in one file
+//! - [`report`]: state table, pause report, the offer and the notes for a model, read from
+//!   one view of the engine
+//! - the executor's side of the line: [`Routed`], [`CallError`], [`Refusal`] (what a guarded
+//!   call returns) and [`toolbox`](mod@toolbox) (the trait of the enum `#[toolbox]` generates)
 
-pub mod breaker;
-pub mod budget;
+mod breaker;
+mod budget;
 pub mod capability;
-pub mod cascade;
+mod cascade;
 pub mod clock;
 mod engine;
 pub mod event;
+mod executor;
 pub mod expeditor;
 pub mod failure;
 pub mod freshness;
 mod id;
 mod mirror;
 pub mod policy;
-pub mod precheck;
+mod precheck;
 mod registry;
 pub mod report;
 pub mod route;
 pub mod scope;
 pub mod snapshot;
 mod sync;
+pub mod toolbox;
 
 pub use circuit_breaker_macros::{tool, toolbox};
 
-pub use breaker::{BreakerRecord, CircuitState, FailureMark, SuccessMark};
-pub use budget::{Budget, BudgetStatus, LedgerEntry};
-pub use capability::{
-    AlternativeSpec, CapabilityMap, Degradation, MapError, MapErrors, Severity, ToolSpec,
-    UNKNOWN_DEGRADATION,
-};
-pub use cascade::SystemicEvent;
-pub use clock::{ManualClock, SystemClock, Timestamp, WallClock};
-pub use event::{Event, Observer};
-pub use expeditor::{
-    Decision, Expeditor, ExpeditorBuilder, PANICKED, Pause, PauseReason, Recorded, Skip,
-    SkipReason, Ticket, ToolId,
-};
+pub use breaker::CircuitState;
+pub use capability::{AlternativeSpec, CapabilityMap, Degradation, ToolSpec};
+pub use executor::{CallError, Refusal, Routed};
+pub use expeditor::{Decision, Expeditor, PauseReason, SkipReason};
 pub use failure::{Classify, Failure, FailureCategory};
-pub use freshness::{
-    Dated, Freshness, FreshnessProfile, Labelled, Observation, StaleCache, digest,
-};
-pub use policy::{Policy, PolicyBuilder, PolicyError, PolicyProblem, ProbeUnit};
+pub use policy::Policy;
 pub use precheck::Availability;
-pub use report::{ModelNote, PauseReport, StateRow, StateTable, ToolHealth, ToolOffer, WorkLine};
-pub use route::{AlternativeRoute, Route, RouteKind, RouteTaken, Routes};
-pub use scope::{
-    Deferral, ScopeError, ScopeLine, ScopeReport, SubTask, Task, ToolStanding, WorkStatus,
-};
-#[cfg(feature = "json")]
-pub use snapshot::SnapshotFileError;
-pub use snapshot::{RestoreError, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, Snapshot, ToolSnapshot};
-pub mod executor;
-pub mod toolbox;
-
-pub use executor::{
-    CallError, Freshen, Plan, Refusal, Routed, finish, finish_fresh, keep_last_good, plan,
-    plan_direct, serve_stale,
-};
-pub use toolbox::{ToolSet, UnknownTool};
+pub use route::Route;
+pub use scope::Task;
 
 /// Support for the code `#[toolbox]` generates. Not a public API: it may change in any
 /// release.

@@ -7,14 +7,16 @@
 //!   work, tool health, failures and recommendations (R7.3).
 //! - [`ModelNote`]: the short text for a language model (B7).
 
+pub use crate::breaker::{BreakerRecord, FailureMark, SuccessMark};
+pub use crate::budget::{Budget, BudgetStatus, LedgerEntry};
+pub use crate::cascade::SystemicEvent;
+
 use std::borrow::Cow;
 use std::fmt::{self, Write as _};
 
 use serde::{Deserialize, Serialize};
 
-use crate::breaker::{BreakerRecord, CircuitState, FailureMark, SuccessMark};
-use crate::budget::BudgetStatus;
-use crate::cascade::SystemicEvent;
+use crate::breaker::CircuitState;
 use crate::engine::{PauseReason, SkipReason};
 use crate::failure::FailureCategory;
 use crate::id::ToolId;

@@ -45,7 +45,7 @@ pub struct SubTask {
 ///     .subtask("Run test suite", ["Bash"]);
 /// task.done(1)?;
 /// task.failed(2, "Bash circuit OPEN")?;
-/// # Ok::<(), circuit_breaker::ScopeError>(())
+/// # Ok::<(), circuit_breaker::scope::ScopeError>(())
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Task {

@@ -34,6 +34,14 @@ pub trait ToolSet:
         Expeditor::builder(Self::capability_map().clone()).policy(Self::policy())
     }
 
+    /// Whether `expeditor`'s first tools are exactly this toolbox's, in order, so that its ids
+    /// name the right breakers.
+    fn is_served_by(expeditor: &Expeditor) -> bool {
+        Self::ALL
+            .iter()
+            .all(|&t| expeditor.tool_name(t) == Some(t.name()))
+    }
+
     /// The tool with this id in an expeditor built from this toolbox.
     fn from_id(id: ToolId) -> Option<Self> {
         Self::ALL.get(usize::try_from(id.index()).ok()?).copied()

@@ -15,7 +15,9 @@
 
 use std::sync::Arc;
 
-use circuit_breaker::{CapabilityMap, CircuitState, Decision, Expeditor, Policy, ToolId, ToolSpec};
+use circuit_breaker::{
+    CapabilityMap, CircuitState, Decision, Expeditor, Policy, ToolSpec, expeditor::ToolId,
+};
 use shuttle::sync::atomic::{AtomicUsize, Ordering};
 use shuttle::thread;
 

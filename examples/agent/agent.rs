@@ -10,8 +10,13 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use circuit_breaker::{
-    Budget, CallError, CircuitState, Event, Freshness, PauseReason, PauseReport, RouteKind, Routed,
-    ScopeError, ScopeReport, SkipReason, StateTable, SystemicEvent, Task, Timestamp, WorkStatus,
+    CallError, CircuitState, PauseReason, Routed, SkipReason, Task,
+    clock::Timestamp,
+    event::Event,
+    freshness::Freshness,
+    report::{Budget, PauseReport, StateTable, SystemicEvent},
+    route::RouteKind,
+    scope::{ScopeError, ScopeReport, WorkStatus},
 };
 use serde::Serialize;
 

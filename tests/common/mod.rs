@@ -15,8 +15,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use circuit_breaker::{
-    AlternativeSpec, CapabilityMap, Decision, Degradation, Event, Expeditor, Failure, ManualClock,
-    Observer, Policy, Recorded, Task, Timestamp, ToolId, ToolSpec,
+    AlternativeSpec, CapabilityMap, Decision, Degradation, Expeditor, Failure, Policy, Task,
+    ToolSpec,
+    clock::{ManualClock, Timestamp},
+    event::{Event, Observer},
+    expeditor::{Recorded, ToolId},
 };
 
 /// 2026-11-30T07:35:03Z: every test's wall clock starts here.
