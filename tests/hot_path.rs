@@ -132,6 +132,45 @@ fn b5_decide_and_success_on_a_closed_tool_allocate_nothing() {
     );
 }
 
+/// The path a real agent takes (issue 10): a step before every call, or one every ten calls.
+/// The first success of a tool in a step records the step and the time in the mirror; that
+/// allocates nothing either.
+#[test]
+fn b5_the_healthy_path_with_steps_allocates_nothing() {
+    for every in [1_u64, 10] {
+        let clock = clock();
+        let expeditor = expeditor_with(seed_map(), Policy::default(), &clock);
+        let grep = id(&expeditor, "Grep");
+        let mut calls = 0;
+        let (count, bytes) = allocations_in(|| {
+            for i in 0..1_000_u64 {
+                if i % every == 0 {
+                    expeditor.advance_step();
+                }
+                match black_box(&expeditor).decide(grep) {
+                    Decision::Call(ticket) => {
+                        calls += 1;
+                        ticket.success();
+                    }
+                    other => panic!("Grep is CLOSED, got {}", other.kind()),
+                }
+            }
+        });
+        assert_eq!(calls, 1_000);
+        assert_eq!(
+            (count, bytes),
+            (0, 0),
+            "decide + success with a step every {every} call(s) allocated"
+        );
+        // And the last success is the last step's, with the clock's time (R2.1).
+        let mark = expeditor.breaker(grep).unwrap().last_success().copied();
+        assert_eq!(
+            mark.map(|m| (m.step, m.at)),
+            Some((expeditor.step(), expeditor.now()))
+        );
+    }
+}
+
 #[test]
 fn b5_the_rejection_path_allocates_nothing() {
     let clock = clock();

@@ -892,6 +892,108 @@ impl Expeditor {
 mod tests {
     use super::*;
 
+    fn one_tool() -> Expeditor {
+        let map = CapabilityMap::new().tool(
+            ToolSpec::new("Grep")
+                .provides("content search")
+                .fallback("ask the user"),
+        );
+        Expeditor::new(map).expect("a valid map")
+    }
+
+    /// B5, issue 10: the healthy path takes no lock, with a step before every call too. The
+    /// engine's lock is held here for the whole run; a healthy path that took it would never
+    /// finish (the other thread would wait forever and the timeout fire).
+    #[cfg(not(shuttle))]
+    #[test]
+    fn b5_the_healthy_path_takes_no_lock_also_with_a_step_per_call() {
+        let expeditor = Arc::new(one_tool());
+        let grep = expeditor.tool("Grep").expect("declared");
+        // One success outside: the tool is now known to succeed, CLOSED with no failure.
+        if let Decision::Call(ticket) = expeditor.decide(grep) {
+            ticket.success();
+        }
+        let held = expeditor.lock();
+        let (done, finished) = std::sync::mpsc::channel();
+        let worker = {
+            let expeditor = Arc::clone(&expeditor);
+            std::thread::spawn(move || {
+                for _ in 0..10_000 {
+                    expeditor.advance_step();
+                    match expeditor.decide(grep) {
+                        Decision::Call(ticket) => ticket.success(),
+                        other => panic!("Grep is CLOSED, got {}", other.kind()),
+                    }
+                    let _ = expeditor.state(grep);
+                }
+                let _ = done.send(expeditor.step());
+            })
+        };
+        let steps = finished.recv_timeout(std::time::Duration::from_secs(20));
+        drop(held);
+        worker.join().expect("the worker ran");
+        assert_eq!(
+            steps,
+            Ok(10_000),
+            "the healthy path waited for the engine's lock"
+        );
+        let mark = expeditor
+            .breaker(grep)
+            .and_then(|b| b.last_success().copied());
+        assert_eq!(mark.map(|m| m.step), Some(10_000));
+    }
+
+    /// The lock-free rejection path, likewise: an OPEN tool whose probe is not due is skipped
+    /// while the engine's lock is held elsewhere.
+    #[cfg(not(shuttle))]
+    #[test]
+    fn b5_the_rejection_path_takes_no_lock() {
+        let policy = Policy::builder()
+            .probe_unit(crate::policy::ProbeUnit::Steps)
+            .build()
+            .expect("a valid policy");
+        let map = CapabilityMap::new().tool(
+            ToolSpec::new("Grep")
+                .provides("content search")
+                .fallback("ask the user"),
+        );
+        let expeditor = Arc::new(
+            Expeditor::builder(map)
+                .policy(policy)
+                .build()
+                .expect("valid"),
+        );
+        let grep = expeditor.tool("Grep").expect("declared");
+        for _ in 0..3 {
+            if let Decision::Call(ticket) = expeditor.decide(grep) {
+                let _ = ticket.failure("boom");
+            }
+        }
+        assert_eq!(expeditor.state(grep), Some(CircuitState::Open));
+        let held = expeditor.lock();
+        let (done, finished) = std::sync::mpsc::channel();
+        let worker = {
+            let expeditor = Arc::clone(&expeditor);
+            std::thread::spawn(move || {
+                let mut skips = 0;
+                for _ in 0..10_000 {
+                    if let Decision::Skip(skip) = expeditor.decide(grep) {
+                        skips += usize::from(matches!(skip.route(), Route::Fallback(_)));
+                    }
+                }
+                let _ = done.send(skips);
+            })
+        };
+        let skips = finished.recv_timeout(std::time::Duration::from_secs(20));
+        drop(held);
+        worker.join().expect("the worker ran");
+        assert_eq!(
+            skips,
+            Ok(10_000),
+            "the rejection path waited for the engine's lock"
+        );
+    }
+
     #[test]
     fn expeditor_is_send_and_sync() {
         fn check<T: Send + Sync>() {}
