@@ -4,7 +4,8 @@
 mod common;
 
 use circuit_breaker::{
-    Decision, Expeditor, Policy, Route, SkipReason,
+    AlternativeSpec, CapabilityMap, Decision, Degradation, Expeditor, Policy, Route, SkipReason,
+    ToolSpec,
     capability::Severity,
     expeditor::ToolId,
     policy::ProbeUnit,
@@ -249,4 +250,74 @@ fn r4_3_every_skip_names_a_route() {
         assert_eq!(routes[1], Route::ScopeReduction);
     }
     assert_eq!(kind(expeditor.decide(id(&expeditor, "Grep"))), "SKIP");
+}
+
+/// R4.1, R1.4 (issue 10): a map that was not checked at run time — the generated maps, checked
+/// at compile time, are built this way — may still hold an alternative naming no tool. It keeps
+/// its place and is never routed to; the alternatives after it are routed to the tools they
+/// name, never shifted onto another alternative's tool, and nothing panics.
+#[test]
+fn r4_1_an_alternative_naming_no_tool_can_not_misroute() {
+    let map = CapabilityMap::new()
+        .tool(
+            ToolSpec::new("Grep")
+                .provides("content search")
+                .alternative(
+                    AlternativeSpec::new("Ghost")
+                        .method("a tool that was never registered")
+                        .degradation(Degradation::low("none")),
+                )
+                .alternative(
+                    AlternativeSpec::new("Read")
+                        .method("read suspected files directly")
+                        .degradation(Degradation::low("no broad search")),
+                )
+                .alternative(
+                    AlternativeSpec::new("Bash")
+                        .method("rg")
+                        .degradation(Degradation::high("loses formatting")),
+                )
+                .fallback("ask the user"),
+        )
+        .tool(
+            ToolSpec::new("Read")
+                .provides("file content")
+                .fallback("ask the user to paste it"),
+        )
+        .tool(
+            ToolSpec::new("Bash")
+                .provides("commands")
+                .fallback("report the commands"),
+        );
+    assert!(map.validate().is_err(), "a run-time map is checked");
+    let expeditor =
+        circuit_breaker::__private::expeditor(Expeditor::builder(map).policy(Policy::default()));
+    let grep = id(&expeditor, "Grep");
+    open3(&expeditor, "Grep");
+    let Decision::Skip(skip) = expeditor.decide(grep) else {
+        panic!("Grep is OPEN")
+    };
+    let routes: Vec<(String, Option<String>)> = skip
+        .routes()
+        .map(|r| match r {
+            Route::Alternative(alt) => (
+                alt.name().to_owned(),
+                expeditor.tool_name(alt.tool()).map(str::to_owned),
+            ),
+            Route::Fallback(text) => (format!("fallback: {text}"), None),
+            Route::ScopeReduction => ("scope reduction".to_owned(), None),
+        })
+        .collect();
+    assert_eq!(
+        routes,
+        [
+            ("Read".to_owned(), Some("Read".to_owned())),
+            ("Bash".to_owned(), Some("Bash".to_owned())),
+            ("fallback: ask the user".to_owned(), None),
+            ("scope reduction".to_owned(), None),
+        ],
+        "each alternative routes to the tool it names; the unknown one is passed over"
+    );
+    // Its note and the offer name the right tool too.
+    assert!(skip.for_model().to_string().contains("use Read"));
 }

@@ -626,14 +626,16 @@ impl Expeditor {
         self.mirror.get(tool.into()).map(|s| s.def.spec.name())
     }
 
-    /// Registers a tool found at run time (R2.4, B6), checked like a map entry (R1.4): its
-    /// alternatives must name known tools. It starts CLOSED. Registering a name already known
-    /// returns its id unchanged when the spec is the same.
+    /// Registers a tool found at run time (R2.4, B6), given as a [`ToolSpec`] or the builder
+    /// that makes one, checked like a map entry (R1.4): its alternatives must name known
+    /// tools. It starts CLOSED. Registering a name already known returns its id unchanged when
+    /// the spec is the same.
     ///
     /// # Errors
     /// [`MapErrors`] with every problem of the spec, including a different spec under a
     /// known name.
-    pub fn discover(&self, spec: ToolSpec) -> Result<ToolId, MapErrors> {
+    pub fn discover(&self, spec: impl Into<ToolSpec>) -> Result<ToolId, MapErrors> {
+        let spec = spec.into();
         self.command(|engine, changes, _| engine.discover(spec, changes))
     }
 
@@ -892,49 +894,61 @@ impl Expeditor {
 mod tests {
     use super::*;
 
-    fn one_tool() -> Expeditor {
+    fn one_tool(policy: Policy) -> Expeditor {
         let map = CapabilityMap::new().tool(
             ToolSpec::new("Grep")
                 .provides("content search")
                 .fallback("ask the user"),
         );
-        Expeditor::new(map).expect("a valid map")
+        Expeditor::builder(map)
+            .policy(policy)
+            .build()
+            .expect("a valid map")
     }
 
-    /// B5, issue 10: the healthy path takes no lock, with a step before every call too. The
-    /// engine's lock is held here for the whole run; a healthy path that took it would never
-    /// finish (the other thread would wait forever and the timeout fire).
-    #[cfg(not(shuttle))]
-    #[test]
-    fn b5_the_healthy_path_takes_no_lock_also_with_a_step_per_call() {
-        let expeditor = Arc::new(one_tool());
-        let grep = expeditor.tool("Grep").expect("declared");
-        // One success outside: the tool is now known to succeed, CLOSED with no failure.
-        if let Decision::Call(ticket) = expeditor.decide(grep) {
-            ticket.success();
-        }
+    /// Runs `work` on another thread while this one holds the engine's lock; returns what it
+    /// returned, or `None` when it did not finish within 20 s (it waited for the lock).
+    fn finishes_while_locked<T: Send + 'static>(
+        expeditor: &Arc<Expeditor>,
+        work: impl FnOnce(&Expeditor) -> T + Send + 'static,
+    ) -> Option<T> {
         let held = expeditor.lock();
         let (done, finished) = std::sync::mpsc::channel();
         let worker = {
-            let expeditor = Arc::clone(&expeditor);
+            let expeditor = Arc::clone(expeditor);
             std::thread::spawn(move || {
-                for _ in 0..10_000 {
-                    expeditor.advance_step();
-                    match expeditor.decide(grep) {
-                        Decision::Call(ticket) => ticket.success(),
-                        other => panic!("Grep is CLOSED, got {}", other.kind()),
-                    }
-                    let _ = expeditor.state(grep);
-                }
-                let _ = done.send(expeditor.step());
+                let _ = done.send(work(&expeditor));
             })
         };
-        let steps = finished.recv_timeout(std::time::Duration::from_secs(20));
+        let out = finished
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .ok();
         drop(held);
         worker.join().expect("the worker ran");
+        out
+    }
+
+    /// B5, issue 10: the healthy path takes no lock, with a step before every call too. The
+    /// engine's lock is held for the whole run; a healthy path that took it would not finish.
+    #[cfg(not(shuttle))]
+    #[test]
+    fn b5_the_healthy_path_takes_no_lock_also_with_a_step_per_call() {
+        let expeditor = Arc::new(one_tool(Policy::default()));
+        let grep = expeditor.tool("Grep").expect("declared");
+        let steps = finishes_while_locked(&expeditor, move |expeditor| {
+            for _ in 0..10_000 {
+                expeditor.advance_step();
+                match expeditor.decide(grep) {
+                    Decision::Call(ticket) => ticket.success(),
+                    other => panic!("Grep is CLOSED, got {}", other.kind()),
+                }
+                let _ = expeditor.state(grep);
+            }
+            expeditor.step()
+        });
         assert_eq!(
             steps,
-            Ok(10_000),
+            Some(10_000),
             "the healthy path waited for the engine's lock"
         );
         let mark = expeditor
@@ -943,8 +957,8 @@ mod tests {
         assert_eq!(mark.map(|m| m.step), Some(10_000));
     }
 
-    /// The lock-free rejection path, likewise: an OPEN tool whose probe is not due is skipped
-    /// while the engine's lock is held elsewhere.
+    /// The lock-free rejection path, likewise: an OPEN tool whose probe is not due is skipped,
+    /// with its route, while the engine's lock is held elsewhere.
     #[cfg(not(shuttle))]
     #[test]
     fn b5_the_rejection_path_takes_no_lock() {
@@ -952,17 +966,7 @@ mod tests {
             .probe_unit(crate::policy::ProbeUnit::Steps)
             .build()
             .expect("a valid policy");
-        let map = CapabilityMap::new().tool(
-            ToolSpec::new("Grep")
-                .provides("content search")
-                .fallback("ask the user"),
-        );
-        let expeditor = Arc::new(
-            Expeditor::builder(map)
-                .policy(policy)
-                .build()
-                .expect("valid"),
-        );
+        let expeditor = Arc::new(one_tool(policy));
         let grep = expeditor.tool("Grep").expect("declared");
         for _ in 0..3 {
             if let Decision::Call(ticket) = expeditor.decide(grep) {
@@ -970,26 +974,17 @@ mod tests {
             }
         }
         assert_eq!(expeditor.state(grep), Some(CircuitState::Open));
-        let held = expeditor.lock();
-        let (done, finished) = std::sync::mpsc::channel();
-        let worker = {
-            let expeditor = Arc::clone(&expeditor);
-            std::thread::spawn(move || {
-                let mut skips = 0;
-                for _ in 0..10_000 {
-                    if let Decision::Skip(skip) = expeditor.decide(grep) {
-                        skips += usize::from(matches!(skip.route(), Route::Fallback(_)));
-                    }
-                }
-                let _ = done.send(skips);
-            })
-        };
-        let skips = finished.recv_timeout(std::time::Duration::from_secs(20));
-        drop(held);
-        worker.join().expect("the worker ran");
+        let skips = finishes_while_locked(&expeditor, move |expeditor| {
+            (0..10_000)
+                .filter(|_| match expeditor.decide(grep) {
+                    Decision::Skip(skip) => matches!(skip.route(), Route::Fallback(_)),
+                    _ => false,
+                })
+                .count()
+        });
         assert_eq!(
             skips,
-            Ok(10_000),
+            Some(10_000),
             "the rejection path waited for the engine's lock"
         );
     }
