@@ -232,18 +232,8 @@ impl Mirror {
         for (id, def) in &changes.registered {
             self.insert(*id, Arc::clone(def));
         }
-        let write = |tool: ToolId| {
-            if let (Some(slot), Some(record)) = (self.get(tool), engine.record(tool)) {
-                slot.hot.publish(record, engine.gated(tool));
-            }
-        };
-        match changes.dirty {
-            Dirty::None => {}
-            Dirty::One(tool) => write(tool),
-            Dirty::All => (0..engine.len())
-                .filter_map(|i| u32::try_from(i).ok())
-                .for_each(|i| write(ToolId::from_index(i))),
-        }
+        // The cells first: a rejection that sees a freshly OPEN word counts on a fresh
+        // counter.
         for &(tool, attempts) in &changes.attempts {
             if let Some(slot) = self.get(tool) {
                 slot.hot.attempts.store(attempts, Ordering::Release);
@@ -255,6 +245,18 @@ impl Mirror {
                 slot.hot.success_at.store(at, Ordering::Release);
                 slot.hot.success_step.store(step, Ordering::Release);
             }
+        }
+        let write = |tool: ToolId| {
+            if let (Some(slot), Some(record)) = (self.get(tool), engine.record(tool)) {
+                slot.hot.publish(record, engine.gated(tool));
+            }
+        };
+        match changes.dirty {
+            Dirty::None => {}
+            Dirty::One(tool) => write(tool),
+            Dirty::All => (0..engine.len())
+                .filter_map(|i| u32::try_from(i).ok())
+                .for_each(|i| write(ToolId::from_index(i))),
         }
         self.halted
             .store(engine.needs_slow_path(), Ordering::Release);
