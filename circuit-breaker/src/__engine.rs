@@ -18,7 +18,7 @@
 //!   success through a CALL on a CLOSED tool with no failure, not held back and not backing
 //!   off changes nothing else (`Hot::absorb_success`); any other goes to the engine.
 //! - [`cancel`](EngineDriver::cancel): only a probe goes to the engine.
-//! - the attempt counters and last successes are set from [`Changes`] as `Mirror::publish`
+//! - the attempt counters and last successes are set from `Changes` as `Mirror::publish`
 //!   sets them; [`breaker`](EngineDriver::breaker) fills both in as `mirror::View::record`.
 //!
 //! Time comes in as arguments, as it does to the engine: the agent's `step`, the wall
@@ -306,6 +306,20 @@ impl EngineDriver {
         }
         record.last_success = self.successes.get(i).copied().flatten();
         Some(record)
+    }
+
+    /// The attempts counted since a tool's circuit opened, as its record shows them (the
+    /// driver's counter while it is OPEN).
+    pub fn attempts(&self, tool: ToolId) -> Option<u32> {
+        let record = self.engine.record(tool)?;
+        Some(if record.state == CircuitState::Open {
+            self.attempts
+                .get(tool.index() as usize)
+                .copied()
+                .unwrap_or(0)
+        } else {
+            record.attempts_since_open
+        })
     }
 
     /// The routes of a skipped tool (R4.1), as the engine sees them.
