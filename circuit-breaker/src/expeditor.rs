@@ -6,7 +6,7 @@
 //!
 //! This file is the expeditor's whole public API. It is a thin shell around the engine
 //! (`engine.rs`, the state machine as a plain value): one mutex around the one engine, one
-//! [`command`](Expeditor::command) through which every change goes — the engine changes, the
+//! `command` through which every change goes — the engine changes, the
 //! mirror is published (its only writer), the lock is released, and then the hook sees every
 //! event: `tracing` and each [`Observer`]. Queries read one consistent view under one lock.
 //!
@@ -580,7 +580,7 @@ impl Expeditor {
     }
 
     /// Moves to the next step and returns it. Steps count probe intervals in
-    /// [`ProbeUnit::Steps`](crate::ProbeUnit::Steps) and date ledger entries. Lock-free.
+    /// [`ProbeUnit::Steps`](crate::policy::ProbeUnit::Steps) and date ledger entries. Lock-free.
     pub fn advance_step(&self) -> u64 {
         // Saturating: a counter that wrapped to 0 would never reach a probe's step again.
         let previous = self
@@ -863,7 +863,7 @@ impl Expeditor {
     /// synced, then renamed over the old one, so a crash mid-save keeps the previous state.
     ///
     /// # Errors
-    /// [`SnapshotFileError::Io`](crate::SnapshotFileError::Io) when the file cannot be
+    /// [`SnapshotFileError::Io`](crate::snapshot::SnapshotFileError::Io) when the file cannot be
     /// written.
     #[cfg(feature = "json")]
     pub fn save(
@@ -877,7 +877,7 @@ impl Expeditor {
     /// unless the whole file is a valid snapshot.
     ///
     /// # Errors
-    /// A [`SnapshotFileError`](crate::SnapshotFileError): the file could not be read, is not
+    /// A [`SnapshotFileError`](crate::snapshot::SnapshotFileError): the file could not be read, is not
     /// a snapshot, or does not restore.
     #[cfg(feature = "json")]
     pub fn restore_from(

@@ -60,6 +60,5 @@ pub use scope::Task;
 #[doc(hidden)]
 pub mod __private;
 
-/// The engine behind a plain driver, for the model-based test only. Not a public API.
 #[doc(hidden)]
 pub mod __engine;
