@@ -81,13 +81,13 @@ fn b6_the_seeds_yaml_map_loads_and_is_checked() {
     full.validate().expect("a complete map");
     let grep = full.get("Grep").unwrap();
     assert_eq!(
-        grep.alternatives()[1].degradation_ref().severity(),
+        grep.alternatives()[1].degradation().severity(),
         Severity::High
     );
     // An alternative with no degradation reads as unknown and is kept (R1.2).
     let edit = full.get("Edit").unwrap();
     assert_eq!(
-        edit.alternatives()[0].degradation_ref().to_string(),
+        edit.alternatives()[0].degradation().to_string(),
         "unknown — test before relying on this route"
     );
     let critical: Vec<&str> = full.critical().map(|t| t.name()).collect();

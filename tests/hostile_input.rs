@@ -49,7 +49,7 @@ use std::time::{Duration, Instant};
 use circuit_breaker::{
     AlternativeSpec, CapabilityMap, CircuitState, Decision, Degradation, Expeditor, Failure,
     FailureCategory, Policy, Route, ToolSpec,
-    capability::{MapError, MapErrors},
+    capability::{AlternativeSpecBuilder, MapError, MapErrors, ToolSpecBuilder},
     expeditor::ToolId,
     policy::ProbeUnit,
     snapshot::{RestoreError, Snapshot},
@@ -123,7 +123,7 @@ fn target() -> Expeditor {
 }
 
 /// A tool the story discovers at run time; unknown to [`target`].
-fn webfetch_spec() -> ToolSpec {
+fn webfetch_spec() -> ToolSpecBuilder {
     ToolSpec::new("WebFetch")
         .provides("fetch a web page")
         .alternative(alt("WebSearch"))
@@ -136,14 +136,14 @@ fn refused_conn() -> Failure {
 }
 
 /// A complete tool named `name`, without alternatives.
-fn spec(name: impl Into<Cow<'static, str>>) -> ToolSpec {
+fn spec(name: impl Into<Cow<'static, str>>) -> ToolSpecBuilder {
     ToolSpec::new(name)
         .provides("something")
         .fallback("ask the user")
 }
 
 /// An alternative through `tool`, with a low degradation.
-fn alt(tool: impl Into<Cow<'static, str>>) -> AlternativeSpec {
+fn alt(tool: impl Into<Cow<'static, str>>) -> AlternativeSpecBuilder {
     AlternativeSpec::new(tool)
         .method("instead")
         .degradation(Degradation::low("a little less"))
@@ -360,12 +360,12 @@ fn check_routes(expeditor: &Expeditor, map: &CapabilityMap, tool: ToolId) {
         .alternatives()
         .iter()
         .filter(usable)
-        .filter(|a| !a.degradation_ref().severity().is_high());
+        .filter(|a| !a.degradation().severity().is_high());
     let high = spec
         .alternatives()
         .iter()
         .filter(usable)
-        .filter(|a| a.degradation_ref().severity().is_high());
+        .filter(|a| a.degradation().severity().is_high());
     let wanted: Vec<&str> = low.chain(high).map(AlternativeSpec::tool).collect();
     let Decision::Skip(skip) = expeditor.decide(tool) else {
         panic!("an OPEN tool is skipped")
@@ -388,8 +388,8 @@ fn check_routes(expeditor: &Expeditor, map: &CapabilityMap, tool: ToolId) {
     }
     assert_eq!(names, wanted);
     let mut tail = routes[names.len()..].iter();
-    if !spec.fallback_text().trim().is_empty() {
-        assert_eq!(tail.next(), Some(&Route::Fallback(spec.fallback_text())));
+    if !spec.fallback().trim().is_empty() {
+        assert_eq!(tail.next(), Some(&Route::Fallback(spec.fallback())));
     }
     assert_eq!(tail.next(), Some(&Route::ScopeReduction));
     assert_eq!(tail.next(), None);
@@ -1108,7 +1108,7 @@ fn cycle_shapes_route_and_end() {
 #[test]
 fn bad_discover_specs_are_refused_and_change_nothing() {
     let huge = "q".repeat(1 << 20);
-    let cases: Vec<(&str, ToolSpec, Vec<MapError>)> = vec![
+    let cases: Vec<(&str, ToolSpecBuilder, Vec<MapError>)> = vec![
         ("an empty name", spec(""), vec![empty(6)]),
         ("a blank name", spec(" \t "), vec![empty(6)]),
         (

@@ -169,7 +169,7 @@ fn b2_generated_enum_and_map_match_the_declaration() {
     assert_eq!(grep.alternatives().len(), 2);
     assert_eq!(grep.alternatives()[0].tool(), "Bash");
     assert_eq!(
-        grep.alternatives()[1].degradation_ref().severity(),
+        grep.alternatives()[1].degradation().severity(),
         Severity::High
     );
     let critical: Vec<&str> = map.critical().map(|t| t.name()).collect();

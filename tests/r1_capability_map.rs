@@ -7,7 +7,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use circuit_breaker::{
     AlternativeSpec, CapabilityMap, Decision, Degradation, Expeditor, Route, ToolSpec,
-    capability::{MapError, MapErrors, Severity, UNKNOWN_DEGRADATION},
+    capability::{
+        AlternativeSpecBuilder, MapError, MapErrors, Severity, ToolSpecBuilder, UNKNOWN_DEGRADATION,
+    },
 };
 use common::{
     assert_golden, fail_all, id, open3, policy_with_budget, seed_map, seed_map_as_written,
@@ -41,17 +43,17 @@ fn r1_1_map_built_with_builders_keeps_every_declared_field() {
     );
     let grep = map.get("Grep").expect("Grep declared");
     assert_eq!(grep.name(), "Grep");
-    assert_eq!(grep.provides_text(), "content search across files");
-    assert_eq!(grep.fallback_text(), "ask the user which files to examine");
+    assert_eq!(grep.provides(), "content search across files");
+    assert_eq!(grep.fallback(), "ask the user which files to examine");
     let alternatives: Vec<(&str, &str, Option<&str>, Severity)> = grep
         .alternatives()
         .iter()
         .map(|a| {
             (
                 a.tool(),
-                a.method_text(),
-                a.degradation_ref().text(),
-                a.degradation_ref().severity(),
+                a.method(),
+                a.degradation().text(),
+                a.degradation().severity(),
             )
         })
         .collect();
@@ -105,19 +107,166 @@ fn r1_1_map_loads_from_the_seeds_shape_through_serde() {
 }
 
 #[test]
+fn r1_1_spec_getters_read_what_the_builder_set() {
+    let spec: ToolSpec = ToolSpec::new("WebFetch")
+        .provides("fetch a web page")
+        .alternative(
+            AlternativeSpec::new("WebSearch")
+                .method("search for the page's title")
+                .degradation(Degradation::high("a summary, not the page")),
+        )
+        .alternatives([
+            AlternativeSpec::new("Bash").method("curl"),
+            AlternativeSpec::new("Read"),
+        ])
+        .fallback("ask the user to paste the page")
+        .threshold(2)
+        .probe_every(4)
+        .caches(true)
+        .build();
+    assert_eq!(spec.name(), "WebFetch");
+    assert_eq!(spec.provides(), "fetch a web page");
+    assert_eq!(spec.fallback(), "ask the user to paste the page");
+    assert_eq!(spec.threshold(), Some(2));
+    assert_eq!(spec.probe_every(), Some(4));
+    assert!(spec.is_caching());
+    assert!(!spec.is_critical());
+    let alternatives: Vec<(&str, &str, Option<&str>, Severity)> = spec
+        .alternatives()
+        .iter()
+        .map(|a| {
+            (
+                a.tool(),
+                a.method(),
+                a.degradation().text(),
+                a.degradation().severity(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        alternatives,
+        [
+            (
+                "WebSearch",
+                "search for the page's title",
+                Some("a summary, not the page"),
+                Severity::High
+            ),
+            ("Bash", "curl", None, Severity::Unknown),
+            ("Read", "", None, Severity::Unknown),
+        ],
+        "`alternative` and `alternatives` add in order"
+    );
+
+    // What the builder leaves unset.
+    let bare = ToolSpec::new("Bare").build();
+    assert_eq!(bare.name(), "Bare");
+    assert_eq!(bare.provides(), "");
+    assert_eq!(bare.fallback(), "");
+    assert!(bare.alternatives().is_empty());
+    assert_eq!(bare.threshold(), None);
+    assert_eq!(bare.probe_every(), None);
+    assert!(!bare.is_caching());
+    assert!(bare.is_critical());
+    let alternative = AlternativeSpec::new("Bash").build();
+    assert_eq!(alternative.tool(), "Bash");
+    assert_eq!(alternative.method(), "");
+    assert_eq!(*alternative.degradation(), Degradation::unknown());
+
+    // A builder can start from a spec, to change part of it.
+    let changed = ToolSpecBuilder::from(spec.clone()).threshold(5).build();
+    assert_eq!(changed.threshold(), Some(5));
+    assert_eq!(changed.alternatives(), spec.alternatives());
+    assert_eq!(ToolSpecBuilder::from(spec.clone()).build(), spec);
+    let first = spec.alternatives()[0].clone();
+    assert_eq!(AlternativeSpecBuilder::from(first.clone()).build(), first);
+}
+
+#[test]
+fn r1_1_a_builder_and_its_spec_are_interchangeable_where_specs_are_taken() {
+    let builder = common::grep_spec();
+    let spec: ToolSpec = builder.clone().build();
+    assert_eq!(spec, ToolSpec::from(builder.clone()));
+    let into: ToolSpec = builder.clone().into();
+    assert_eq!(into, spec);
+
+    // CapabilityMap::tool takes either.
+    let from_builders = CapabilityMap::new()
+        .tool(builder.clone())
+        .tool(common::bash_spec())
+        .tool(common::read_spec());
+    let from_specs = CapabilityMap::new()
+        .tool(spec.clone())
+        .tool(common::bash_spec().build())
+        .tool(common::read_spec().build());
+    assert_eq!(from_builders, from_specs);
+    assert_eq!(from_builders.get("Grep"), Some(&spec));
+    assert_eq!(
+        serde_json::to_value(&from_builders).unwrap(),
+        serde_json::to_value(&from_specs).unwrap()
+    );
+
+    // ToolSpecBuilder::alternative and ::alternatives take either.
+    let bash = || AlternativeSpec::new("Bash").method("rg or grep command");
+    let read = || {
+        AlternativeSpec::new("Read")
+            .method("read suspected files directly")
+            .degradation(Degradation::high("no broad search"))
+    };
+    let with_builders = ToolSpec::new("Grep")
+        .alternative(bash())
+        .alternatives([read()])
+        .build();
+    let with_specs = ToolSpec::new("Grep")
+        .alternative(bash().build())
+        .alternatives(vec![read().build()])
+        .build();
+    let with_into = ToolSpec::new("Grep")
+        .alternative(AlternativeSpec::from(bash()))
+        .alternatives([AlternativeSpec::from(read())])
+        .build();
+    assert_eq!(with_builders, with_specs);
+    assert_eq!(with_builders, with_into);
+
+    // Expeditor::discover takes either, and sees the same spec.
+    let expeditor = Expeditor::new(CapabilityMap::new().tool(common::bash_spec())).unwrap();
+    let fetch = || {
+        ToolSpec::new("WebFetch")
+            .provides("fetch a web page")
+            .alternative(AlternativeSpec::new("Bash").method("curl"))
+            .fallback("ask the user to paste the page")
+    };
+    let by_builder = expeditor.discover(fetch()).expect("a valid spec");
+    let by_spec = expeditor
+        .discover(fetch().build())
+        .expect("the same spec again");
+    assert_eq!(by_builder, by_spec);
+    assert_eq!(expeditor.tools().count(), 2);
+    // A builder that differs from the registered spec is refused the same way a spec is.
+    let other = || fetch().threshold(1);
+    assert_eq!(
+        expeditor.discover(other()),
+        expeditor.discover(other().build())
+    );
+    assert!(expeditor.discover(other()).is_err());
+}
+
+#[test]
 fn r1_2_alternative_without_degradation_reads_unknown_and_is_kept() {
     assert_eq!(
         UNKNOWN_DEGRADATION,
         "unknown — test before relying on this route"
     );
-    let alternative = AlternativeSpec::new("Bash").method("cat or head command");
-    assert_eq!(alternative.degradation_ref().text(), None);
-    assert_eq!(alternative.degradation_ref().severity(), Severity::Unknown);
+    let alternative = AlternativeSpec::new("Bash")
+        .method("cat or head command")
+        .build();
+    assert_eq!(alternative.degradation().text(), None);
+    assert_eq!(alternative.degradation().severity(), Severity::Unknown);
     assert_eq!(
-        alternative.degradation_ref().to_string(),
+        alternative.degradation().to_string(),
         "unknown — test before relying on this route"
     );
-    assert_eq!(Degradation::unknown(), *alternative.degradation_ref());
+    assert_eq!(Degradation::unknown(), *alternative.degradation());
 
     let map = CapabilityMap::new()
         .tool(
@@ -138,10 +287,10 @@ fn r1_2_alternative_without_degradation_reads_unknown_and_is_kept() {
     // Through serde: a missing degradation is unknown, and stays unknown on the way back.
     let json = r#"{"tool": "Bash", "method": "cat or head command"}"#;
     let loaded: AlternativeSpec = serde_json::from_str(json).unwrap();
-    assert_eq!(loaded.degradation_ref().severity(), Severity::Unknown);
+    assert_eq!(loaded.degradation().severity(), Severity::Unknown);
     let again: AlternativeSpec =
         serde_json::from_str(&serde_json::to_string(&loaded).unwrap()).unwrap();
-    assert_eq!(again.degradation_ref().severity(), Severity::Unknown);
+    assert_eq!(again.degradation().severity(), Severity::Unknown);
 
     // In routing the alternative is offered, with the unknown degradation spelled out.
     let expeditor = Expeditor::new(map).unwrap();
@@ -164,11 +313,11 @@ fn r1_2_unknown_severity_with_a_text_survives_a_serde_round_trip() {
     let json =
         r#"{"tool": "Bash", "method": "m", "degradation": "untested", "severity": "unknown"}"#;
     let loaded: AlternativeSpec = serde_json::from_str(json).unwrap();
-    assert_eq!(loaded.degradation_ref().severity(), Severity::Unknown);
+    assert_eq!(loaded.degradation().severity(), Severity::Unknown);
     let again: AlternativeSpec =
         serde_json::from_str(&serde_json::to_string(&loaded).unwrap()).unwrap();
     assert_eq!(
-        again.degradation_ref().severity(),
+        again.degradation().severity(),
         Severity::Unknown,
         "an untested route must not become a low-degradation route after save and load"
     );

@@ -472,9 +472,10 @@ fn r6_2_caching_is_part_of_the_tool_spec() {
     let spec = ToolSpec::new("WebSearch")
         .provides("external information retrieval")
         .fallback("ask the user")
-        .caches(true);
+        .caches(true)
+        .build();
     assert!(spec.is_caching());
-    assert!(!common::grep_spec().is_caching());
+    assert!(!common::grep_spec().build().is_caching());
     let expeditor = expeditor_with(CapabilityMap::new().tool(spec), Policy::default(), &clock());
     assert!(expeditor.is_caching(id(&expeditor, "WebSearch")));
     let plain = expeditor_with(seed_map(), Policy::default(), &clock());

@@ -11,8 +11,8 @@ use std::io;
 
 use circuit_breaker::{
     CapabilityMap, CircuitState, Decision, Expeditor, Failure, FailureCategory, PauseReason,
-    Policy, Task, ToolSpec, event::Event, policy::ProbeUnit, report::SystemicEvent,
-    snapshot::Snapshot,
+    Policy, Task, ToolSpec, capability::ToolSpecBuilder, event::Event, policy::ProbeUnit,
+    report::SystemicEvent, snapshot::Snapshot,
 };
 use common::{
     EventLog, T0, assert_golden, assert_no_retry_invitation, clock, expeditor_with, fail, fail_all,
@@ -27,7 +27,7 @@ fn refused() -> Failure {
     io_failure(io::ErrorKind::ConnectionRefused)
 }
 
-fn webfetch_spec() -> ToolSpec {
+fn webfetch_spec() -> ToolSpecBuilder {
     ToolSpec::new("WebFetch")
         .provides("fetch a web page")
         .fallback("ask the user to paste the page")

@@ -290,17 +290,24 @@ fn capability_map(checked: &Checked<'_>) -> TokenStream {
             let target = checked.tools[alt.target].tool.name.as_str();
             let method = alt.method.as_str();
             let degradation = match &alt.degradation {
-                None => quote!(_cb::__private::Degradation::unknown()),
+                None => quote!(_cb::__private::StaticDegradation::Unknown),
                 Some(d) if d.high => {
                     let text = d.text.as_str();
-                    quote!(_cb::__private::Degradation::high_static(#text))
+                    quote!(_cb::__private::StaticDegradation::High(#text))
                 }
                 Some(d) => {
                     let text = d.text.as_str();
-                    quote!(_cb::__private::Degradation::low_static(#text))
+                    quote!(_cb::__private::StaticDegradation::Low(#text))
                 }
             };
-            quote!(_cb::__private::AlternativeSpec::new_static(#target, #method, #degradation))
+            quote! {
+                _cb::__private::StaticAlternative {
+                    tool: #target,
+                    method: #method,
+                    degradation: #degradation,
+                }
+                .spec()
+            }
         });
         // A tool without alternatives points at one shared empty slice: no static of its own.
         let alts_ref = if n == 0 {
@@ -322,14 +329,23 @@ fn capability_map(checked: &Checked<'_>) -> TokenStream {
         let probe_every = option(tool.probe_every);
         let caches = tool.caches;
         specs.push(quote! {
-            _cb::__private::ToolSpec::new_static(#name, #provides, #alts_ref, #fallback, #threshold, #probe_every, #caches)
+            _cb::__private::StaticTool {
+                name: #name,
+                provides: #provides,
+                alternatives: #alts_ref,
+                fallback: #fallback,
+                threshold: #threshold,
+                probe_every: #probe_every,
+                caches: #caches,
+            }
+            .spec()
         });
     }
     let count = specs.len();
     quote! {
         #statics
         static __CB_TOOLS: [_cb::__private::ToolSpec; #count] = [#(#specs),*];
-        static __CB_MAP: _cb::__private::CapabilityMap = _cb::__private::CapabilityMap::from_static(&__CB_TOOLS);
+        static __CB_MAP: _cb::__private::CapabilityMap = _cb::__private::static_map(&__CB_TOOLS);
     }
 }
 

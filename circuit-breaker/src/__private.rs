@@ -64,6 +64,88 @@ pub const fn declared_policy(
     )
 }
 
+/// One tool of a generated `static` map, by named fields: [`spec`](Self::spec) makes the
+/// [`ToolSpec`] in a `const` context.
+#[derive(Debug, Clone, Copy)]
+pub struct StaticTool {
+    /// The tool's name.
+    pub name: &'static str,
+    /// What it provides.
+    pub provides: &'static str,
+    /// Its alternatives, in declaration order.
+    pub alternatives: &'static [AlternativeSpec],
+    /// Its manual fallback.
+    pub fallback: &'static str,
+    /// Its own failure threshold, if it overrides the policy's.
+    pub threshold: Option<u32>,
+    /// Its own probe interval, if it overrides the policy's.
+    pub probe_every: Option<u32>,
+    /// Whether it is declared as caching.
+    pub caches: bool,
+}
+
+impl StaticTool {
+    /// The spec.
+    pub const fn spec(self) -> ToolSpec {
+        ToolSpec::borrowed(
+            self.name,
+            self.provides,
+            self.alternatives,
+            self.fallback,
+            self.threshold,
+            self.probe_every,
+            self.caches,
+        )
+    }
+}
+
+/// One alternative of a generated `static` map, by named fields: [`spec`](Self::spec) makes
+/// the [`AlternativeSpec`] in a `const` context.
+#[derive(Debug, Clone, Copy)]
+pub struct StaticAlternative {
+    /// The alternative tool's name.
+    pub tool: &'static str,
+    /// How it is used.
+    pub method: &'static str,
+    /// What the route loses.
+    pub degradation: StaticDegradation,
+}
+
+impl StaticAlternative {
+    /// The spec.
+    pub const fn spec(self) -> AlternativeSpec {
+        AlternativeSpec::borrowed(self.tool, self.method, self.degradation.degradation())
+    }
+}
+
+/// The degradation of a [`StaticAlternative`] (plain data, so the alternative can be taken
+/// apart in a `const fn`).
+#[derive(Debug, Clone, Copy)]
+pub enum StaticDegradation {
+    /// Not declared (R1.2).
+    Unknown,
+    /// `degradation = ".."`.
+    Low(&'static str),
+    /// `degradation = high("..")`.
+    High(&'static str),
+}
+
+impl StaticDegradation {
+    /// The degradation.
+    pub const fn degradation(self) -> Degradation {
+        match self {
+            StaticDegradation::Unknown => Degradation::unknown(),
+            StaticDegradation::Low(text) => Degradation::low_static(text),
+            StaticDegradation::High(text) => Degradation::high_static(text),
+        }
+    }
+}
+
+/// A map over a generated `static` slice of tools.
+pub const fn static_map(tools: &'static [ToolSpec]) -> CapabilityMap {
+    CapabilityMap::borrowed(tools)
+}
+
 /// An expeditor over a map checked at compile time.
 pub fn expeditor(builder: ExpeditorBuilder) -> Expeditor {
     builder.build_checked()

@@ -3,7 +3,7 @@
 //! fallback when none can.
 //!
 //! A map is plain data. It can be written as a `static` (the `#[toolbox]` macro does that),
-//! built at run time with [`ToolSpec::new`], or loaded with serde in the seed's YAML shape
+//! built at run time with [`ToolSpec::new`] (a builder), or loaded with serde in the seed's YAML shape
 //! (`capability_map: [ { tool, provides, alternatives: [ { tool, method, degradation } ],
 //! fallback } ]`). [`CapabilityMap::validate`] checks it (R1.4) and returns every problem at
 //! once as an error value; nothing here panics on bad input.
@@ -122,6 +122,10 @@ impl fmt::Display for Degradation {
 }
 
 /// One alternative of a tool: the other tool, how it is used, and what is lost (R1.1).
+///
+/// Made with [`AlternativeSpec::new`], which returns an [`AlternativeSpecBuilder`]; every API
+/// that takes an alternative takes `impl Into<AlternativeSpec>`, so the builder can be passed
+/// as it is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(from = "AlternativeWire", into = "AlternativeWire")]
 pub struct AlternativeSpec {
@@ -131,8 +135,23 @@ pub struct AlternativeSpec {
 }
 
 impl AlternativeSpec {
-    /// An alternative through `tool`, in a `const` context (generated maps).
-    pub const fn new_static(
+    /// An alternative through `tool`, with no method and an unknown degradation until the
+    /// builder sets them ([`method`](AlternativeSpecBuilder::method),
+    /// [`degradation`](AlternativeSpecBuilder::degradation)).
+    #[allow(clippy::new_ret_no_self)] // `new` starts the chain users write; the builder ends as `Self`
+    pub fn new(tool: impl Into<Text>) -> AlternativeSpecBuilder {
+        AlternativeSpecBuilder {
+            spec: AlternativeSpec {
+                tool: tool.into(),
+                method: Cow::Borrowed(""),
+                degradation: Degradation::unknown(),
+            },
+        }
+    }
+
+    /// An alternative from `'static` parts, in a `const` context (for generated maps, through
+    /// `__private`).
+    pub(crate) const fn borrowed(
         tool: &'static str,
         method: &'static str,
         degradation: Degradation,
@@ -144,43 +163,61 @@ impl AlternativeSpec {
         }
     }
 
-    /// An alternative through `tool` with an unknown degradation; set the rest with
-    /// [`method`](Self::method) and [`degradation`](Self::degradation).
-    pub fn new(tool: impl Into<Text>) -> Self {
-        AlternativeSpec {
-            tool: tool.into(),
-            method: Cow::Borrowed(""),
-            degradation: Degradation::unknown(),
-        }
-    }
-
-    /// Sets how the alternative tool is used to reach the goal.
-    #[must_use]
-    pub fn method(mut self, method: impl Into<Text>) -> Self {
-        self.method = method.into();
-        self
-    }
-
-    /// Sets what is lost by taking this route.
-    #[must_use]
-    pub fn degradation(mut self, degradation: Degradation) -> Self {
-        self.degradation = degradation;
-        self
-    }
-
     /// The alternative tool's name.
     pub fn tool(&self) -> &str {
         &self.tool
     }
 
-    /// How the alternative tool is used.
-    pub fn method_text(&self) -> &str {
+    /// How the alternative tool is used to reach the goal (empty when not given).
+    pub fn method(&self) -> &str {
         &self.method
     }
 
     /// What this route loses.
-    pub fn degradation_ref(&self) -> &Degradation {
+    pub fn degradation(&self) -> &Degradation {
         &self.degradation
+    }
+}
+
+/// Builds an [`AlternativeSpec`]; made by [`AlternativeSpec::new`].
+///
+/// Turn it into the spec with [`build`](Self::build) or `.into()`, or hand it to anything
+/// taking `impl Into<AlternativeSpec>` (such as [`ToolSpecBuilder::alternative`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use = "a builder does nothing until it is built or given where an alternative is taken"]
+pub struct AlternativeSpecBuilder {
+    spec: AlternativeSpec,
+}
+
+impl AlternativeSpecBuilder {
+    /// Sets how the alternative tool is used to reach the goal.
+    pub fn method(mut self, method: impl Into<Text>) -> Self {
+        self.spec.method = method.into();
+        self
+    }
+
+    /// Sets what is lost by taking this route (unknown until set, R1.2).
+    pub fn degradation(mut self, degradation: Degradation) -> Self {
+        self.spec.degradation = degradation;
+        self
+    }
+
+    /// The alternative.
+    pub fn build(self) -> AlternativeSpec {
+        self.spec
+    }
+}
+
+impl From<AlternativeSpecBuilder> for AlternativeSpec {
+    fn from(builder: AlternativeSpecBuilder) -> Self {
+        builder.spec
+    }
+}
+
+impl From<AlternativeSpec> for AlternativeSpecBuilder {
+    /// A builder starting from an existing alternative, to change some of it.
+    fn from(spec: AlternativeSpec) -> Self {
+        AlternativeSpecBuilder { spec }
     }
 }
 
@@ -236,6 +273,10 @@ impl From<AlternativeSpec> for AlternativeWire {
 
 /// One tool of the map (R1.1): name, what it provides, alternatives, fallback, and optional
 /// per-tool policy overrides (R2.2).
+///
+/// Made with [`ToolSpec::new`], which returns a [`ToolSpecBuilder`]; every API that takes a
+/// spec ([`CapabilityMap::tool`], [`Expeditor::discover`](crate::Expeditor::discover)) takes
+/// `impl Into<ToolSpec>`, so the builder can be passed as it is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolSpec {
@@ -262,8 +303,27 @@ fn is_false(b: &bool) -> bool {
 }
 
 impl ToolSpec {
-    /// A tool in a `const` context (generated maps).
-    pub const fn new_static(
+    /// A tool named `name`; set the rest with the [`ToolSpecBuilder`] it returns. Until
+    /// [`provides`](ToolSpecBuilder::provides) and [`fallback`](ToolSpecBuilder::fallback)
+    /// are set, validation reports them missing.
+    #[allow(clippy::new_ret_no_self)] // `new` starts the chain users write; the builder ends as `Self`
+    pub fn new(name: impl Into<Text>) -> ToolSpecBuilder {
+        ToolSpecBuilder {
+            spec: ToolSpec {
+                name: name.into(),
+                provides: Cow::Borrowed(""),
+                alternatives: Cow::Borrowed(&[]),
+                fallback: Cow::Borrowed(""),
+                threshold: None,
+                probe_every: None,
+                caches: false,
+            },
+        }
+    }
+
+    /// A tool from `'static` parts, in a `const` context (for generated maps, through
+    /// `__private`).
+    pub(crate) const fn borrowed(
         name: &'static str,
         provides: &'static str,
         alternatives: &'static [AlternativeSpec],
@@ -283,75 +343,13 @@ impl ToolSpec {
         }
     }
 
-    /// A tool named `name`; set the rest with the builder methods. Until
-    /// [`provides`](Self::provides) and [`fallback`](Self::fallback) are set, validation
-    /// reports them missing.
-    pub fn new(name: impl Into<Text>) -> Self {
-        ToolSpec {
-            name: name.into(),
-            provides: Cow::Borrowed(""),
-            alternatives: Cow::Borrowed(&[]),
-            fallback: Cow::Borrowed(""),
-            threshold: None,
-            probe_every: None,
-            caches: false,
-        }
-    }
-
     /// The spec given to a tool met for the first time at run time (R2.4): it provides an
     /// unknown capability, has no alternatives and falls back to reporting the gap.
     pub fn discovered(name: impl Into<Text>) -> Self {
         ToolSpec::new(name)
             .provides("capability discovered at run time")
             .fallback("report that this tool could not be used and what it was needed for")
-    }
-
-    /// Sets what the tool provides (one line).
-    #[must_use]
-    pub fn provides(mut self, provides: impl Into<Text>) -> Self {
-        self.provides = provides.into();
-        self
-    }
-
-    /// Adds an alternative.
-    #[must_use]
-    pub fn alternative(mut self, alternative: AlternativeSpec) -> Self {
-        self.alternatives.to_mut().push(alternative);
-        self
-    }
-
-    /// Sets the manual fallback.
-    #[must_use]
-    pub fn fallback(mut self, fallback: impl Into<Text>) -> Self {
-        self.fallback = fallback.into();
-        self
-    }
-
-    /// Overrides the policy's failure threshold for this tool.
-    #[must_use]
-    pub fn threshold(mut self, threshold: u32) -> Self {
-        self.threshold = Some(threshold);
-        self
-    }
-
-    /// Overrides the policy's probe interval for this tool.
-    #[must_use]
-    pub fn probe_every(mut self, probe_every: u32) -> Self {
-        self.probe_every = Some(probe_every);
-        self
-    }
-
-    /// Declares that the tool caches (its documentation says so): every result is labelled
-    /// UNVERIFIED with its date (R6.2).
-    #[must_use]
-    pub fn caches(mut self, caches: bool) -> Self {
-        self.caches = caches;
-        self
-    }
-
-    /// Whether the tool is declared as caching.
-    pub fn is_caching(&self) -> bool {
-        self.caches
+            .build()
     }
 
     /// The tool's name.
@@ -359,34 +357,120 @@ impl ToolSpec {
         &self.name
     }
 
-    /// What the tool provides.
-    pub fn provides_text(&self) -> &str {
+    /// What the tool provides (one line).
+    pub fn provides(&self) -> &str {
         &self.provides
     }
 
-    /// The tool's alternatives, in declaration order.
+    /// The tool's alternatives, in declaration order (the order routing tries them in
+    /// within one severity, R1.5).
     pub fn alternatives(&self) -> &[AlternativeSpec] {
         &self.alternatives
     }
 
-    /// The manual fallback.
-    pub fn fallback_text(&self) -> &str {
+    /// The manual fallback: what to do when the tool and its alternatives are unavailable.
+    pub fn fallback(&self) -> &str {
         &self.fallback
     }
 
-    /// The per-tool threshold override, if any.
-    pub fn threshold_override(&self) -> Option<u32> {
+    /// The tool's own failure threshold, when it overrides the policy's (R2.2).
+    pub fn threshold(&self) -> Option<u32> {
         self.threshold
     }
 
-    /// The per-tool probe interval override, if any.
-    pub fn probe_every_override(&self) -> Option<u32> {
+    /// The tool's own probe interval, when it overrides the policy's (R2.2).
+    pub fn probe_every(&self) -> Option<u32> {
         self.probe_every
+    }
+
+    /// Whether the tool is declared as caching: its results are labelled UNVERIFIED (R6.2).
+    pub fn is_caching(&self) -> bool {
+        self.caches
     }
 
     /// Critical: no tool alternative exists (R1.3).
     pub fn is_critical(&self) -> bool {
         self.alternatives.is_empty()
+    }
+}
+
+/// Builds a [`ToolSpec`]; made by [`ToolSpec::new`].
+///
+/// Turn it into the spec with [`build`](Self::build) or `.into()`, or hand it to anything
+/// taking `impl Into<ToolSpec>` (such as [`CapabilityMap::tool`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use = "a builder does nothing until it is built or given where a spec is taken"]
+pub struct ToolSpecBuilder {
+    spec: ToolSpec,
+}
+
+impl ToolSpecBuilder {
+    /// Sets what the tool provides (one line).
+    pub fn provides(mut self, provides: impl Into<Text>) -> Self {
+        self.spec.provides = provides.into();
+        self
+    }
+
+    /// Adds an alternative, after those already added.
+    pub fn alternative(mut self, alternative: impl Into<AlternativeSpec>) -> Self {
+        self.spec.alternatives.to_mut().push(alternative.into());
+        self
+    }
+
+    /// Adds alternatives, in order, after those already added.
+    pub fn alternatives<A: Into<AlternativeSpec>>(
+        mut self,
+        alternatives: impl IntoIterator<Item = A>,
+    ) -> Self {
+        self.spec
+            .alternatives
+            .to_mut()
+            .extend(alternatives.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets the manual fallback.
+    pub fn fallback(mut self, fallback: impl Into<Text>) -> Self {
+        self.spec.fallback = fallback.into();
+        self
+    }
+
+    /// Overrides the policy's failure threshold for this tool.
+    pub fn threshold(mut self, threshold: u32) -> Self {
+        self.spec.threshold = Some(threshold);
+        self
+    }
+
+    /// Overrides the policy's probe interval for this tool.
+    pub fn probe_every(mut self, probe_every: u32) -> Self {
+        self.spec.probe_every = Some(probe_every);
+        self
+    }
+
+    /// Declares that the tool caches (its documentation says so): every result is labelled
+    /// UNVERIFIED with its date (R6.2).
+    pub fn caches(mut self, caches: bool) -> Self {
+        self.spec.caches = caches;
+        self
+    }
+
+    /// The spec. It is not validated here: [`CapabilityMap::validate`] (or the expeditor's
+    /// build) checks it with the rest of the map.
+    pub fn build(self) -> ToolSpec {
+        self.spec
+    }
+}
+
+impl From<ToolSpecBuilder> for ToolSpec {
+    fn from(builder: ToolSpecBuilder) -> Self {
+        builder.spec
+    }
+}
+
+impl From<ToolSpec> for ToolSpecBuilder {
+    /// A builder starting from an existing spec, to change some of it.
+    fn from(spec: ToolSpec) -> Self {
+        ToolSpecBuilder { spec }
     }
 }
 
@@ -401,8 +485,9 @@ pub struct CapabilityMap {
 }
 
 impl CapabilityMap {
-    /// A map over a `static` slice of tools (generated maps).
-    pub const fn from_static(tools: &'static [ToolSpec]) -> Self {
+    /// A map over a `static` slice of tools, in a `const` context (for generated maps,
+    /// through `__private`).
+    pub(crate) const fn borrowed(tools: &'static [ToolSpec]) -> Self {
         CapabilityMap {
             tools: Cow::Borrowed(tools),
         }
@@ -413,10 +498,10 @@ impl CapabilityMap {
         CapabilityMap::default()
     }
 
-    /// Adds a tool.
+    /// Adds a tool: a [`ToolSpec`] or the [`ToolSpecBuilder`] that makes one.
     #[must_use]
-    pub fn tool(mut self, spec: ToolSpec) -> Self {
-        self.tools.to_mut().push(spec);
+    pub fn tool(mut self, spec: impl Into<ToolSpec>) -> Self {
+        self.tools.to_mut().push(spec.into());
         self
     }
 

@@ -62,7 +62,7 @@ pub enum PauseReason {
     NothingAchievable,
 }
 
-/// Why a tool is not called: the reason of a [`Skip`](crate::Skip) and of a
+/// Why a tool is not called: the reason of a [`Skip`](crate::expeditor::Skip) and of a
 /// [`Refusal`](crate::Refusal) (one enum for both).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "reason", rename_all = "snake_case")]
@@ -925,7 +925,7 @@ impl Engine {
         let record = &self.records[i];
         let precheck = &self.prechecks[i];
         let def = &self.defs[i];
-        let fallback = def.spec.fallback_text();
+        let fallback = def.spec.fallback();
         let via = self.routes(id).find_map(|r| match r {
             Route::Alternative(alt) => Some(alt.name().to_owned()),
             _ => None,

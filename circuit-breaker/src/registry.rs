@@ -31,8 +31,8 @@ impl ToolDef {
             .map(|a| resolve(a.tool()))
             .collect();
         let settings = Settings {
-            threshold: spec.threshold_override().unwrap_or(policy.threshold()),
-            probe_every: spec.probe_every_override().unwrap_or(policy.probe_every()),
+            threshold: spec.threshold().unwrap_or(policy.threshold()),
+            probe_every: spec.probe_every().unwrap_or(policy.probe_every()),
             probe_unit: policy.probe_unit(),
         };
         ToolDef {

@@ -2,7 +2,7 @@
 //! a `Display` in the seed's exact layout.
 //!
 //! - [`StateTable`]: the circuit breaker state table with the budget line (R2.3).
-//! - [`Budget`](crate::Budget): the budget block with its ledger and status line (R7.1, R7.2).
+//! - [`Budget`]: the budget block with its ledger and status line (R7.1, R7.2).
 //! - [`PauseReport`]: `FAILURE BUDGET EXHAUSTED — PAUSING` with completed and incomplete
 //!   work, tool health, failures and recommendations (R7.3).
 //! - [`ModelNote`]: the short text for a language model (B7).

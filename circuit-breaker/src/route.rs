@@ -4,7 +4,7 @@
 //!
 //! Routes borrow from the expeditor's map: walking them allocates nothing. Each tool's
 //! alternatives are visited once, so routing ends even when tools are each other's
-//! alternatives (R1.4). Whether an alternative is usable is read from a [`ToolView`]: the
+//! alternatives (R1.4). Whether an alternative is usable is read from a `ToolView`: the
 //! engine under its lock, or the lock-free mirror on the rejection path — never from the
 //! expeditor itself.
 
@@ -91,12 +91,12 @@ impl<'a> AlternativeRoute<'a> {
 
     /// How the alternative tool is used to reach the goal.
     pub fn method(&self) -> &'a str {
-        self.spec.method_text()
+        self.spec.method()
     }
 
     /// What this route loses.
     pub fn degradation(&self) -> &'a Degradation {
-        self.spec.degradation_ref()
+        self.spec.degradation()
     }
 }
 
@@ -172,7 +172,7 @@ impl<'a> Iterator for Routes<'a> {
                     // Aligned with the spec's alternatives: one naming no tool is `None`.
                     let tool = def.alternatives.get(self.index).copied().flatten();
                     self.index += 1;
-                    if spec.degradation_ref().severity().is_high() != (self.pass == Pass::High) {
+                    if spec.degradation().severity().is_high() != (self.pass == Pass::High) {
                         continue;
                     }
                     // An alternative whose own circuit is OPEN is passed over (R4.1).
@@ -184,7 +184,7 @@ impl<'a> Iterator for Routes<'a> {
                 Pass::Fallback => {
                     self.pass = Pass::Scope;
                     if let Some(def) = self.def {
-                        let text = def.spec.fallback_text();
+                        let text = def.spec.fallback();
                         if !text.trim().is_empty() {
                             return Some(Route::Fallback(text));
                         }

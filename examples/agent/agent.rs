@@ -967,7 +967,7 @@ impl Agent<'_> {
             .expeditor()
             .capability_map()
             .get("WebSearch")
-            .map(|t| t.fallback_text().to_owned())
+            .map(|t| t.fallback().to_owned())
             .unwrap_or_default();
         self.say(format!("    FALLBACK {fallback}:"))?;
         for what in &needed {

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use circuit_breaker::{
     AlternativeSpec, CapabilityMap, Decision, Degradation, Expeditor, Failure, Policy, Task,
     ToolSpec,
+    capability::ToolSpecBuilder,
     clock::{ManualClock, Timestamp},
     event::{Event, Observer},
     expeditor::{Recorded, ToolId},
@@ -27,7 +28,7 @@ pub const T0: Timestamp = Timestamp::from_secs(1_796_024_103);
 
 pub const SEED_TOOLS: [&str; 6] = ["Grep", "Bash", "Read", "Write", "Edit", "WebSearch"];
 
-pub fn grep_spec() -> ToolSpec {
+pub fn grep_spec() -> ToolSpecBuilder {
     ToolSpec::new("Grep")
         .provides("content search across files")
         .alternative(
@@ -45,13 +46,13 @@ pub fn grep_spec() -> ToolSpec {
         .fallback("ask the user which files to examine")
 }
 
-pub fn bash_spec() -> ToolSpec {
+pub fn bash_spec() -> ToolSpecBuilder {
     ToolSpec::new("Bash")
         .provides("command execution, build tools, git operations")
         .fallback("report commands that need to be run manually")
 }
 
-pub fn read_spec() -> ToolSpec {
+pub fn read_spec() -> ToolSpecBuilder {
     ToolSpec::new("Read")
         .provides("file content inspection")
         .alternative(
@@ -64,7 +65,7 @@ pub fn read_spec() -> ToolSpec {
         .fallback("ask the user to paste file contents")
 }
 
-pub fn write_spec() -> ToolSpec {
+pub fn write_spec() -> ToolSpecBuilder {
     ToolSpec::new("Write")
         .provides("file creation")
         .alternative(
@@ -81,13 +82,13 @@ pub fn write_spec() -> ToolSpec {
 }
 
 /// Not in the seed's map (which names it only as an alternative of Write): our own spec.
-pub fn edit_spec() -> ToolSpec {
+pub fn edit_spec() -> ToolSpecBuilder {
     ToolSpec::new("Edit")
         .provides("in-place file modification")
         .fallback("describe the edit for the user to apply")
 }
 
-pub fn websearch_spec() -> ToolSpec {
+pub fn websearch_spec() -> ToolSpecBuilder {
     ToolSpec::new("WebSearch")
         .provides("external information retrieval")
         .fallback("state what information is needed; ask user to provide it")

@@ -36,26 +36,28 @@ const _: () = {
         NotDated as _, ViaClassify as _, ViaDated as _, ViaDisplay as _, ViaError as _,
     };
     static __CB_TOOLS: [_cb::__private::ToolSpec; 2usize] = [
-        _cb::__private::ToolSpec::new_static(
-            "search",
-            "document search",
-            &[],
-            "ask the user for the documents",
-            _cb::__private::None,
-            _cb::__private::None,
-            false,
-        ),
-        _cb::__private::ToolSpec::new_static(
-            "lookup",
-            "cached lookups",
-            &[],
-            "ask the user",
-            _cb::__private::None,
-            _cb::__private::None,
-            true,
-        ),
+        _cb::__private::StaticTool {
+            name: "search",
+            provides: "document search",
+            alternatives: &[],
+            fallback: "ask the user for the documents",
+            threshold: _cb::__private::None,
+            probe_every: _cb::__private::None,
+            caches: false,
+        }
+            .spec(),
+        _cb::__private::StaticTool {
+            name: "lookup",
+            provides: "cached lookups",
+            alternatives: &[],
+            fallback: "ask the user",
+            threshold: _cb::__private::None,
+            probe_every: _cb::__private::None,
+            caches: true,
+        }
+            .spec(),
     ];
-    static __CB_MAP: _cb::__private::CapabilityMap = _cb::__private::CapabilityMap::from_static(
+    static __CB_MAP: _cb::__private::CapabilityMap = _cb::__private::static_map(
         &__CB_TOOLS,
     );
     static __CB_ALL: [IndexTool; 2usize] = [IndexTool::Search, IndexTool::Lookup];

@@ -36,44 +36,48 @@ const _: () = {
         NotDated as _, ViaClassify as _, ViaDated as _, ViaDisplay as _, ViaError as _,
     };
     static __CB_ALTERNATIVES_0: [_cb::__private::AlternativeSpec; 1usize] = [
-        _cb::__private::AlternativeSpec::new_static(
-            "bash",
-            "rg or grep command",
-            _cb::__private::Degradation::low_static(
+        _cb::__private::StaticAlternative {
+            tool: "bash",
+            method: "rg or grep command",
+            degradation: _cb::__private::StaticDegradation::Low(
                 "loses Grep's built-in output formatting",
             ),
-        ),
+        }
+            .spec(),
     ];
     static __CB_TOOLS: [_cb::__private::ToolSpec; 3usize] = [
-        _cb::__private::ToolSpec::new_static(
-            "grep",
-            "content search across files",
-            &__CB_ALTERNATIVES_0,
-            "ask the user which files to examine",
-            _cb::__private::None,
-            _cb::__private::None,
-            false,
-        ),
-        _cb::__private::ToolSpec::new_static(
-            "bash",
-            "command execution",
-            &[],
-            "report commands that need to be run manually",
-            _cb::__private::Some(1u32),
-            _cb::__private::None,
-            false,
-        ),
-        _cb::__private::ToolSpec::new_static(
-            "WebSearch",
-            "external information retrieval",
-            &[],
-            "ask the user",
-            _cb::__private::None,
-            _cb::__private::None,
-            false,
-        ),
+        _cb::__private::StaticTool {
+            name: "grep",
+            provides: "content search across files",
+            alternatives: &__CB_ALTERNATIVES_0,
+            fallback: "ask the user which files to examine",
+            threshold: _cb::__private::None,
+            probe_every: _cb::__private::None,
+            caches: false,
+        }
+            .spec(),
+        _cb::__private::StaticTool {
+            name: "bash",
+            provides: "command execution",
+            alternatives: &[],
+            fallback: "report commands that need to be run manually",
+            threshold: _cb::__private::Some(1u32),
+            probe_every: _cb::__private::None,
+            caches: false,
+        }
+            .spec(),
+        _cb::__private::StaticTool {
+            name: "WebSearch",
+            provides: "external information retrieval",
+            alternatives: &[],
+            fallback: "ask the user",
+            threshold: _cb::__private::None,
+            probe_every: _cb::__private::None,
+            caches: false,
+        }
+            .spec(),
     ];
-    static __CB_MAP: _cb::__private::CapabilityMap = _cb::__private::CapabilityMap::from_static(
+    static __CB_MAP: _cb::__private::CapabilityMap = _cb::__private::static_map(
         &__CB_TOOLS,
     );
     static __CB_ALL: [WorkspaceTool; 3usize] = [
