@@ -420,11 +420,24 @@ fn step_contended(c: &mut Criterion) {
     group.finish();
 }
 
+/// What the first success of a tool in a step costs beyond the word it reads: one read of the
+/// wall clock (`clock/system clock now`), the state table's "Last Success". The steps cases
+/// pay it once per step and tool.
+fn clock(c: &mut Criterion) {
+    use circuit_breaker::clock::{SystemClock, WallClock};
+    let mut group = c.benchmark_group("clock");
+    let clock = SystemClock;
+    group.bench_function("system clock now", |b| {
+        b.iter(|| black_box(black_box(&clock).now()));
+    });
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    targets = healthy, rejected, contended, step_healthy, step_contended
+    targets = healthy, rejected, contended, step_healthy, step_contended, clock
 }
 criterion_main!(benches);

@@ -31,15 +31,10 @@ use crate::report::{ModelNote, PauseReport, StateTable, ToolOffer};
 use crate::route::{Route, Routes};
 use crate::scope::{ScopeError, ScopeReport, Task};
 use crate::snapshot::{RestoreError, Snapshot};
-use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
+use crate::sync::{AtomicU64, CachePadded, Mutex, MutexGuard, Ordering};
 
 pub use crate::engine::{PauseReason, Recorded, SkipReason};
 pub use crate::id::ToolId;
-
-/// Keeps a value on its own cache line, so writes to it do not slow readers of its
-/// neighbours.
-#[repr(align(64))]
-struct CachePadded<T>(T);
 
 /// The decision layer (R3, R8): per-tool breakers, the failure budget, routing, reports.
 ///
@@ -72,7 +67,9 @@ struct CachePadded<T>(T);
 /// ```
 pub struct Expeditor {
     mirror: Mirror,
-    step: AtomicU64,
+    /// The agent's step: written by every `advance_step`, so on a line of its own, apart from
+    /// the pause flag and the tools' words that every `decide` reads.
+    step: CachePadded<AtomicU64>,
     policy: Policy,
     clock: Arc<dyn WallClock>,
     observers: Box<[Arc<dyn Observer>]>,
@@ -146,7 +143,7 @@ impl ExpeditorBuilder {
     pub(crate) fn build_checked(self) -> Expeditor {
         let expeditor = Expeditor {
             mirror: Mirror::new(),
-            step: AtomicU64::new(0),
+            step: CachePadded(AtomicU64::new(0)),
             policy: self.policy,
             engine: CachePadded(Mutex::new(Engine::new(self.policy, self.clock.now()))),
             clock: self.clock,

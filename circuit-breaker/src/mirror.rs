@@ -25,7 +25,7 @@ use crate::id::ToolId;
 use crate::policy::ProbeUnit;
 use crate::registry::ToolDef;
 use crate::route::ToolView;
-use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, CachePadded, Ordering};
 
 /// The word's bit for a tool held back by a pre-call check.
 const GATED: u32 = 0b100;
@@ -44,9 +44,16 @@ pub(crate) struct Hot {
     opened_at: AtomicU64,
     /// Attempts since the circuit opened (see the module documentation).
     attempts: AtomicU32,
-    /// The latest step with a success, and the wall time of the first success in it.
-    success_step: AtomicU64,
-    success_at: AtomicU64,
+    /// The last success, on a cache line of its own: it is written once per step, and the
+    /// word beside it is read by every `decide` of every thread.
+    success: CachePadded<SuccessCell>,
+}
+
+/// The latest step with a success, and the wall time of the first success in it.
+#[derive(Debug)]
+struct SuccessCell {
+    step: AtomicU64,
+    at: AtomicU64,
 }
 
 /// What a lock-free look at an OPEN breaker says.
@@ -65,8 +72,10 @@ impl Hot {
             word: AtomicU32::new(0),
             opened_at: AtomicU64::new(0),
             attempts: AtomicU32::new(0),
-            success_step: AtomicU64::new(NEVER),
-            success_at: AtomicU64::new(0),
+            success: CachePadded(SuccessCell {
+                step: AtomicU64::new(NEVER),
+                at: AtomicU64::new(0),
+            }),
         }
     }
 
@@ -139,7 +148,7 @@ impl Hot {
     /// Writes the last success, the first time a tool succeeds in `step`.
     #[inline]
     pub(crate) fn stamp_success(&self, step: u64, now: impl FnOnce() -> Timestamp) {
-        if self.success_step.load(Ordering::Acquire) != step {
+        if self.success.step.load(Ordering::Acquire) != step {
             self.stamp_success_slow(step, now());
         }
     }
@@ -147,14 +156,14 @@ impl Hot {
     #[cold]
     #[inline(never)]
     fn stamp_success_slow(&self, step: u64, now: Timestamp) {
-        self.success_at.store(now.as_millis(), Ordering::Release);
-        self.success_step.store(step, Ordering::Release);
+        self.success.at.store(now.as_millis(), Ordering::Release);
+        self.success.step.store(step, Ordering::Release);
     }
 
     fn last_success(&self) -> Option<SuccessMark> {
-        let step = self.success_step.load(Ordering::Acquire);
+        let step = self.success.step.load(Ordering::Acquire);
         (step != NEVER).then(|| SuccessMark {
-            at: Timestamp::from_millis(self.success_at.load(Ordering::Acquire)),
+            at: Timestamp::from_millis(self.success.at.load(Ordering::Acquire)),
             step,
         })
     }
@@ -187,8 +196,9 @@ const CHUNKS: usize = 29;
 /// once written, so the healthy path reaches it with two atomic loads), and the pause flag.
 pub(crate) struct Mirror {
     chunks: [OnceLock<Box<[OnceLock<Slot>]>>; CHUNKS],
-    /// A pause or a deferred sub-task is in force: every decide takes the slow path.
-    halted: AtomicBool,
+    /// A pause or a deferred sub-task is in force: every decide takes the slow path. Read by
+    /// every `decide`, written only by `publish`: on a line of its own.
+    halted: CachePadded<AtomicBool>,
 }
 
 impl std::fmt::Debug for Mirror {
@@ -201,7 +211,7 @@ impl Mirror {
     pub(crate) fn new() -> Self {
         Mirror {
             chunks: [const { OnceLock::new() }; CHUNKS],
-            halted: AtomicBool::new(false),
+            halted: CachePadded(AtomicBool::new(false)),
         }
     }
 
@@ -242,8 +252,8 @@ impl Mirror {
         for &(tool, success) in &changes.successes {
             if let Some(slot) = self.get(tool) {
                 let (step, at) = success.map_or((NEVER, 0), |s| (s.step, s.at.as_millis()));
-                slot.hot.success_at.store(at, Ordering::Release);
-                slot.hot.success_step.store(step, Ordering::Release);
+                slot.hot.success.at.store(at, Ordering::Release);
+                slot.hot.success.step.store(step, Ordering::Release);
             }
         }
         let write = |tool: ToolId| {
