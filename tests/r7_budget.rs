@@ -8,7 +8,7 @@ use circuit_breaker::{
     CircuitState, Decision, Expeditor, FailureCategory, PauseReason, Policy, Task,
     clock::ManualClock,
     event::Event,
-    report::{BudgetStatus, PauseReport, ToolHealth, WorkLine},
+    report::{BudgetStatus, MistakeCount, PauseReport, ToolHealth, WorkLine},
     scope::WorkStatus,
 };
 use common::{
@@ -168,6 +168,7 @@ fn seed_pause_report() -> PauseReport {
             category,
         };
     PauseReport {
+        mistakes: MistakeCount::default(),
         systemic: None,
         paused: Some(PauseReason::BudgetExhausted {
             consumed: 5,

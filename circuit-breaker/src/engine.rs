@@ -109,6 +109,51 @@ pub struct Recorded {
     pub paused: bool,
 }
 
+/// The model's own mistakes in this cycle (B8): a tool name that is no tool, arguments that
+/// do not parse. Counted on a line of their own in the reports, never charged to a tool's
+/// breaker or the failure budget. A new cycle starts the count again.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct MistakeCount {
+    /// Calls of a name that is no tool.
+    pub unknown_tool: u32,
+    /// Calls whose arguments did not fit the tool's schema.
+    pub bad_arguments: u32,
+}
+
+impl MistakeCount {
+    /// Every mistake counted.
+    pub fn total(&self) -> u32 {
+        self.unknown_tool.saturating_add(self.bad_arguments)
+    }
+
+    /// Whether none was made.
+    #[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+    pub fn is_none(&self) -> bool {
+        self.total() == 0
+    }
+}
+
+impl std::fmt::Display for MistakeCount {
+    /// `Model mistakes: 3 (2 unknown tools, 1 with bad arguments) — not charged`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts = Vec::new();
+        match self.unknown_tool {
+            0 => {}
+            1 => parts.push("1 unknown tool".to_owned()),
+            n => parts.push(format!("{n} unknown tools")),
+        }
+        if self.bad_arguments > 0 {
+            parts.push(format!("{} with bad arguments", self.bad_arguments));
+        }
+        write!(
+            f,
+            "Model mistakes: {} ({}) — not charged to any tool or the budget",
+            self.total(),
+            parts.join(", ")
+        )
+    }
+}
+
 /// Which tools' mirror a command changed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) enum Dirty {
@@ -176,6 +221,8 @@ pub(crate) struct Engine {
     /// Each tool's share of the backoff cap along its chains of routes (R9.5); `None` when
     /// who is backing off has changed since it was computed.
     shares: Option<Vec<u32>>,
+    /// The model's own mistakes this cycle (B8).
+    mistakes: MistakeCount,
 }
 
 impl ToolView for Engine {
@@ -205,6 +252,7 @@ impl Engine {
             allowed: None,
             deferred: None,
             shares: None,
+            mistakes: MistakeCount::default(),
         }
     }
 
@@ -251,6 +299,20 @@ impl Engine {
     pub(crate) fn pausing_event(&self) -> Option<&SystemicEvent> {
         self.systemic_event()
             .filter(|_| matches!(self.halt, Some(PauseReason::Systemic { .. })))
+    }
+
+    pub(crate) fn mistakes(&self) -> MistakeCount {
+        self.mistakes
+    }
+
+    /// Counts a model's mistake (B8): nothing else changes.
+    pub(crate) fn record_mistake(&mut self, unknown_tool: bool) {
+        let count = if unknown_tool {
+            &mut self.mistakes.unknown_tool
+        } else {
+            &mut self.mistakes.bad_arguments
+        };
+        *count = count.saturating_add(1);
     }
 
     pub(crate) fn cycle_started_at(&self) -> Timestamp {
@@ -756,6 +818,7 @@ impl Engine {
     /// Starts a new cycle (R7.4).
     pub(crate) fn new_cycle(&mut self, now: Timestamp, changes: &mut Changes) -> u64 {
         self.budget.next_cycle();
+        self.mistakes = MistakeCount::default();
         self.cycle_started_at = now;
         if matches!(
             self.halt,

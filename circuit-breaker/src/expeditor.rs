@@ -714,6 +714,15 @@ impl Expeditor {
         ToolOffer::build(self.view(&engine))
     }
 
+    /// Counts a model's own mistake (B8): a name that is no tool, arguments that do not parse.
+    /// It is not charged to any tool's breaker or to the budget; the state table and the pause
+    /// report show the count on a line of their own. The JSON dispatcher calls this; call it
+    /// from your own loop when the model errs before any tool is decided.
+    pub fn record_mistake(&self, mistake: &crate::report::ModelMistake) {
+        let unknown = matches!(mistake, crate::report::ModelMistake::UnknownTool { .. });
+        self.command(|engine, _, _| engine.record_mistake(unknown));
+    }
+
     // ----- scope (R5) -----------------------------------------------------------------------
 
     /// The scope now (R5.1, R5.2): which sub-tasks can be done with the tools that work —

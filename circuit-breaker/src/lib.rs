@@ -25,6 +25,8 @@ mod budget;
 pub mod capability;
 mod cascade;
 pub mod clock;
+#[cfg(feature = "json")]
+pub mod dispatch;
 mod engine;
 pub mod event;
 mod executor;

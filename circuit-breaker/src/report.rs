@@ -10,6 +10,7 @@
 pub use crate::breaker::{BreakerRecord, FailureMark, SuccessMark};
 pub use crate::budget::{Budget, BudgetStatus, LedgerEntry};
 pub use crate::cascade::SystemicEvent;
+pub use crate::engine::MistakeCount;
 
 use std::borrow::Cow;
 use std::fmt::{self, Write as _};
@@ -46,6 +47,9 @@ pub struct StateTable {
     pub rows: Vec<StateRow>,
     /// The budget of the current cycle.
     pub budget: BudgetStatus,
+    /// The model's own mistakes this cycle, on a line of their own when there are any (B8).
+    #[serde(default, skip_serializing_if = "MistakeCount::is_none")]
+    pub mistakes: MistakeCount,
 }
 
 const NONE: &str = "—";
@@ -115,7 +119,11 @@ impl fmt::Display for StateTable {
             f,
             "\nFailure budget: {} / {} consumed",
             self.budget.consumed, self.budget.limit
-        )
+        )?;
+        if !self.mistakes.is_none() {
+            write!(f, "\n{}", self.mistakes)?;
+        }
+        Ok(())
     }
 }
 
@@ -222,6 +230,9 @@ pub struct PauseReport {
     pub budget: BudgetStatus,
     /// What to do next, drawn from what failed.
     pub recommendations: Vec<String>,
+    /// The model's own mistakes this cycle, on a line of their own when there are any (B8).
+    #[serde(default, skip_serializing_if = "MistakeCount::is_none")]
+    pub mistakes: MistakeCount,
 }
 
 impl PauseReport {
@@ -306,6 +317,7 @@ impl PauseReport {
             tool_health: health,
             budget: budget.status(),
             recommendations,
+            mistakes: engine.mistakes(),
         }
     }
 }
@@ -440,6 +452,9 @@ impl fmt::Display for PauseReport {
             "\nFailures: {} / {} budget consumed\n",
             self.budget.consumed, self.budget.limit
         )?;
+        if !self.mistakes.is_none() {
+            writeln!(f, "{}", self.mistakes)?;
+        }
         if !self.recommendations.is_empty() {
             write!(f, "\nRecommendation:")?;
             for (i, r) in self.recommendations.iter().enumerate() {
@@ -633,6 +648,7 @@ impl StateTable {
         StateTable {
             rows,
             budget: view.engine.budget().status(),
+            mistakes: view.engine.mistakes(),
         }
     }
 }
@@ -698,5 +714,70 @@ impl ToolOffer {
             }
         }
         offer
+    }
+}
+
+/// A mistake of the model's own: never charged to a tool or the budget (B8).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "mistake", rename_all = "snake_case")]
+pub enum ModelMistake {
+    /// The name is no tool of this agent.
+    UnknownTool {
+        /// The name the model sent.
+        name: String,
+        /// The closest offered name, if one is near.
+        suggestion: Option<String>,
+        /// The tools the model may call now.
+        offered: Vec<String>,
+    },
+    /// The arguments do not fit the tool's schema.
+    BadArguments {
+        /// The tool.
+        tool: String,
+        /// What the decoder said.
+        message: String,
+    },
+}
+
+impl fmt::Display for ModelMistake {
+    /// The text for the model: what is wrong, and what to do.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ModelMistake::UnknownTool {
+                name,
+                suggestion,
+                offered,
+            } => {
+                write!(f, "There is no tool named \"{}\".", clip(name))?;
+                if let Some(s) = suggestion {
+                    write!(f, " Did you mean \"{s}\"?")?;
+                }
+                if offered.is_empty() {
+                    f.write_str(" No tool may be called now.")
+                } else {
+                    write!(f, " Tools you may call: {}.", offered.join(", "))
+                }
+            }
+            ModelMistake::BadArguments { tool, message } => write!(
+                f,
+                "The arguments for {tool} do not fit its schema: {}. Nothing was called; fix the \
+                 arguments to match the tool's input schema.",
+                clip(message)
+            ),
+        }
+    }
+}
+
+/// At most 200 characters of text a model sent, on one line.
+pub(crate) fn clip(text: &str) -> String {
+    let line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(200)
+        .collect();
+    if text.chars().count() > 200 {
+        format!("{line}…")
+    } else {
+        line
     }
 }

@@ -1,0 +1,343 @@
+//! Tools called by name with JSON, as a model calls them (SPEC B8).
+//!
+//! A model sends a tool's name and JSON arguments and must be shown which tools it may call.
+//! `#[toolbox(json)]` generates, per tool, an argument type (serde, JSON Schema) and, on the
+//! guarded handle, an implementation of [`ToolDispatch`]: [`definitions`](ToolDispatch::definitions)
+//! of every tool, the [`offered`](ToolDispatch::offered) ones (only those a model may call now),
+//! and [`dispatch`](ToolDispatch::dispatch), which runs the same guarded path as the typed
+//! method: decide, call or route, record.
+//!
+//! Every call gives one [`Reply`], which every adapter (MCP, rig, your own loop) maps from: the
+//! value (serialised), whether it is an error, and the note for the model — the route taken
+//! and its degradation, the freshness label, or the refusal text of B7. The note never
+//! invites a retry of a broken tool.
+//!
+//! A model's own mistakes — a tool name that is no tool, arguments that do not parse — are
+//! answered with what is wrong and what is offered ("did you mean"), are never charged to a
+//! tool's breaker or to the failure budget, and are counted on a line of their own in the
+//! reports ([`Expeditor::record_mistake`](crate::Expeditor::record_mistake)).
+
+use std::fmt::{self, Write as _};
+use std::future::Future;
+use std::pin::Pin;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::breaker::CircuitState;
+use crate::capability::did_you_mean;
+use crate::engine::SkipReason;
+use crate::executor::{CallError, Refusal, Routed};
+use crate::expeditor::Expeditor;
+use crate::freshness::Freshness;
+use crate::report::clip;
+use crate::route::{RouteKind, RouteTaken};
+
+pub use crate::report::ModelMistake;
+
+/// A tool as a model is shown it: its name, what it does, and the JSON Schema of its
+/// arguments (an object).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDefinition {
+    /// The tool's name, as the model calls it.
+    pub name: String,
+    /// What it provides (the `provides` line), then the method's doc comment, if any.
+    pub description: String,
+    /// The JSON Schema of the arguments: always an object schema.
+    pub input_schema: Map<String, Value>,
+}
+
+/// What happened to one call by name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum ReplyOutcome {
+    /// The tool, or an alternative standing in for it, answered.
+    Answered,
+    /// The tool (or the alternative) ran and failed; its failure is recorded.
+    Failed {
+        /// The tool's error message.
+        message: String,
+    },
+    /// Nothing was called.
+    Refused {
+        /// Why.
+        reason: SkipReason,
+    },
+    /// The model's own mistake: nothing was called or charged.
+    Mistake(ModelMistake),
+}
+
+/// The one reply to a call by name (B8): what every adapter maps from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reply {
+    /// The tool the model asked for, as it spelt it.
+    pub tool: String,
+    /// What happened.
+    pub outcome: ReplyOutcome,
+    /// The value, serialised, when the call was answered.
+    pub value: Option<Value>,
+    /// The note for the model: the route taken and what it lost, the freshness label, or why
+    /// nothing was called and what to do instead. Never an invitation to retry a broken tool.
+    pub note: Option<String>,
+    /// The route taken instead of the tool, if one was.
+    pub route: Option<RouteTaken>,
+    /// How fresh the value is (R6).
+    pub freshness: Freshness,
+    /// The asked tool's circuit state after the call (`None` for a name that is no tool).
+    pub state: Option<CircuitState>,
+}
+
+impl Reply {
+    /// Whether the model should read this as an error (MCP's `isError`): anything but an
+    /// answer.
+    pub fn is_error(&self) -> bool {
+        !matches!(self.outcome, ReplyOutcome::Answered)
+    }
+
+    /// The text for the model: the value (a JSON string as its text, anything else as JSON),
+    /// then the note on a line of its own.
+    pub fn text(&self) -> String {
+        let value = match &self.value {
+            Some(Value::String(s)) => s.clone(),
+            Some(v) => v.to_string(),
+            None => String::new(),
+        };
+        match (&self.note, value.is_empty()) {
+            (Some(note), true) => note.clone(),
+            (Some(note), false) => format!("{value}\n\n{note}"),
+            (None, _) => value,
+        }
+    }
+
+    /// What travels beside the text for a client that reads it (MCP's `_meta`): the circuit
+    /// state, the route and what it lost, the freshness label, the outcome.
+    pub fn meta(&self) -> Map<String, Value> {
+        let mut meta = Map::new();
+        let outcome = match &self.outcome {
+            ReplyOutcome::Answered => "answered",
+            ReplyOutcome::Failed { .. } => "failed",
+            ReplyOutcome::Refused { .. } => "refused",
+            ReplyOutcome::Mistake(_) => "model_mistake",
+        };
+        meta.insert("outcome".into(), outcome.into());
+        if let Some(state) = self.state {
+            meta.insert("circuit_state".into(), state.as_str().into());
+        }
+        if let ReplyOutcome::Refused { reason } = &self.outcome
+            && let Ok(Value::Object(reason)) = serde_json::to_value(reason)
+            && let Some(r) = reason.get("reason")
+        {
+            meta.insert("refusal".into(), r.clone());
+        }
+        if let Some(route) = &self.route {
+            let kind = match route.kind {
+                RouteKind::Alternative => "alternative",
+                RouteKind::Fallback => "fallback",
+                RouteKind::ScopeReduction => "scope_reduction",
+                RouteKind::Stale => "stale",
+            };
+            meta.insert("route".into(), kind.into());
+            if let Some(to) = &route.to {
+                meta.insert("routed_to".into(), to.clone().into());
+            }
+            if let Some(d) = &route.degradation {
+                meta.insert("degradation".into(), d.clone().into());
+            }
+            meta.insert(
+                "severity".into(),
+                if route.severity.is_high() {
+                    "high"
+                } else {
+                    "low"
+                }
+                .into(),
+            );
+        }
+        if self.freshness.is_labelled() {
+            meta.insert("freshness".into(), self.freshness.to_string().into());
+        }
+        meta
+    }
+
+    /// The reply to a guarded call's result: `T` serialised; a failure or a refusal as its
+    /// note.
+    pub fn from_call<T: Serialize, E: fmt::Display>(
+        expeditor: &Expeditor,
+        tool: &str,
+        result: Result<Routed<T>, CallError<E>>,
+    ) -> Reply {
+        let state = expeditor.tool(tool).and_then(|id| expeditor.state(id));
+        match result {
+            Ok(routed) => {
+                let mut notes = Vec::new();
+                if let Some(route) = &routed.route {
+                    notes.push(route_note(route));
+                }
+                if routed.freshness.is_labelled() {
+                    notes.push(routed.freshness.to_string());
+                }
+                match serde_json::to_value(&routed.value) {
+                    Ok(value) => Reply {
+                        tool: tool.to_owned(),
+                        outcome: ReplyOutcome::Answered,
+                        value: Some(value),
+                        note: (!notes.is_empty()).then(|| notes.join("\n")),
+                        route: routed.route.map(|r| *r),
+                        freshness: routed.freshness,
+                        state,
+                    },
+                    // The tool answered but its value has no JSON form: said, not hidden.
+                    Err(e) => Reply {
+                        tool: tool.to_owned(),
+                        outcome: ReplyOutcome::Failed {
+                            message: format!("the value could not be serialised: {e}"),
+                        },
+                        value: None,
+                        note: Some(format!(
+                            "{tool} answered, but its value could not be turned into JSON ({e}). \
+                             Report this to the user; calling {tool} again will not help."
+                        )),
+                        route: routed.route.map(|r| *r),
+                        freshness: routed.freshness,
+                        state,
+                    },
+                }
+            }
+            Err(CallError::Failed {
+                tool: failed,
+                error,
+                recorded,
+                route,
+            }) => {
+                let message = error.to_string();
+                let mut note = format!("{failed} failed: {}.", clip(&message));
+                if recorded.opened {
+                    let _ = write!(
+                        note,
+                        " Its circuit is now OPEN: do not call {failed} again in this task."
+                    );
+                } else {
+                    note.push_str(" Do not repeat the same call now; the failure is recorded.");
+                }
+                if recorded.paused {
+                    note.push_str(
+                        " Every tool is now paused: stop and report the completed and incomplete \
+                         work to the user.",
+                    );
+                }
+                Reply {
+                    tool: tool.to_owned(),
+                    outcome: ReplyOutcome::Failed { message },
+                    value: None,
+                    note: Some(note),
+                    route: route.map(|r| *r),
+                    freshness: Freshness::Fresh,
+                    state,
+                }
+            }
+            Err(CallError::Refused(refusal)) => Reply::refused(tool, &refusal, state),
+        }
+    }
+
+    fn refused(tool: &str, refusal: &Refusal, state: Option<CircuitState>) -> Reply {
+        Reply {
+            tool: tool.to_owned(),
+            outcome: ReplyOutcome::Refused {
+                reason: refusal.reason,
+            },
+            value: None,
+            note: Some(refusal.note.to_string()),
+            route: refusal.route.clone(),
+            freshness: Freshness::Fresh,
+            state,
+        }
+    }
+
+    /// The reply to a model's own mistake; the mistake is counted, never charged.
+    pub fn mistake(expeditor: &Expeditor, tool: &str, mistake: ModelMistake) -> Reply {
+        expeditor.record_mistake(&mistake);
+        let state = expeditor.tool(tool).and_then(|id| expeditor.state(id));
+        Reply {
+            tool: clip(tool),
+            note: Some(mistake.to_string()),
+            outcome: ReplyOutcome::Mistake(mistake),
+            value: None,
+            route: None,
+            freshness: Freshness::Fresh,
+            state,
+        }
+    }
+
+    /// The reply to a name that is no tool: what is offered, and the closest name.
+    pub fn unknown_tool(expeditor: &Expeditor, name: &str) -> Reply {
+        let offered = expeditor.offer().offered;
+        let suggestion = did_you_mean(name, offered.iter().map(String::as_str)).map(str::to_owned);
+        let mistake = ModelMistake::UnknownTool {
+            name: clip(name),
+            suggestion,
+            offered,
+        };
+        Reply::mistake(expeditor, name, mistake)
+    }
+
+    /// The reply to arguments that do not parse for `tool`.
+    pub fn bad_arguments(expeditor: &Expeditor, tool: &str, error: &dyn fmt::Display) -> Reply {
+        let mistake = ModelMistake::BadArguments {
+            tool: tool.to_owned(),
+            message: error.to_string(),
+        };
+        Reply::mistake(expeditor, tool, mistake)
+    }
+}
+
+/// The note for a route taken: which tool stood in, and what was lost.
+fn route_note(route: &RouteTaken) -> String {
+    match route.kind {
+        RouteKind::Alternative => {
+            let mut note = format!(
+                "{} is unavailable; answered by {} ({})",
+                route.from,
+                route.to.as_deref().unwrap_or("?"),
+                route.method.as_deref().unwrap_or("an alternative")
+            );
+            if let Some(d) = &route.degradation {
+                let _ = write!(note, " — degradation: {d}");
+            }
+            note.push_str(". Say so where the result is used.");
+            note
+        }
+        RouteKind::Stale => format!(
+            "{} is unavailable; this is its last good result for the same arguments.",
+            route.from
+        ),
+        RouteKind::Fallback | RouteKind::ScopeReduction => route.to_string(),
+    }
+}
+
+/// A boxed future of a [`Reply`], as [`ToolDispatch::dispatch`] returns it.
+pub type ReplyFuture<'a> = Pin<Box<dyn Future<Output = Reply> + Send + 'a>>;
+
+/// A toolbox callable by name with JSON arguments (B8). `#[toolbox(json)]` implements it for
+/// the guarded handle; adapters (MCP, rig) take any `ToolDispatch`.
+pub trait ToolDispatch: Send + Sync {
+    /// Every tool's definition, in capability-map order.
+    fn definitions(&self) -> Vec<ToolDefinition>;
+
+    /// The expeditor behind the tools.
+    fn expeditor(&self) -> &Expeditor;
+
+    /// Calls `name` with `arguments` through the guarded path: decide, call or route,
+    /// record. A name that is no tool, or arguments that do not parse, are the model's
+    /// mistakes: answered, counted, never charged.
+    fn dispatch<'a>(&'a self, name: &'a str, arguments: Value) -> ReplyFuture<'a>;
+
+    /// The definitions of the tools a model may call now: those of
+    /// [`Expeditor::offer`](crate::Expeditor::offer), in map order; none while paused.
+    fn offered(&self) -> Vec<ToolDefinition> {
+        let offer = self.expeditor().offer();
+        self.definitions()
+            .into_iter()
+            .filter(|d| offer.offered.contains(&d.name))
+            .collect()
+    }
+}
