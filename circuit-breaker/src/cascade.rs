@@ -127,15 +127,19 @@ fn partners(
     records: &[BreakerRecord],
     step: u64,
     window: u64,
-) -> Vec<ToolId> {
-    if !category.is_infrastructure() {
-        return Vec::new();
-    }
+) -> impl Iterator<Item = ToolId> + '_ {
+    // A tool-local category has no partner: nothing is looked at.
+    let looked_at = if category.is_infrastructure() {
+        records.len()
+    } else {
+        0
+    };
     records
         .iter()
+        .take(looked_at)
         .enumerate()
         .filter_map(|(i, r)| Some((ToolId::from_index(u32::try_from(i).ok()?), r)))
-        .filter(|&(id, r)| {
+        .filter(move |&(id, r)| {
             id != tool
                 && r.state() != CircuitState::Closed
                 && category_of(r) == Some(category)
@@ -143,7 +147,6 @@ fn partners(
                     .is_some_and(|m| m.step.saturating_add(window) >= step)
         })
         .map(|(id, _)| id)
-        .collect()
 }
 
 /// Whether a failure of `category` by `tool` at `step` may yet belong to a systemic event
@@ -158,7 +161,9 @@ pub(crate) fn may_correlate(
     step: u64,
     window: u64,
 ) -> bool {
-    !partners(tool, category, records, step, window).is_empty()
+    partners(tool, category, records, step, window)
+        .next()
+        .is_some()
 }
 
 impl Cascade {
@@ -188,7 +193,7 @@ impl Cascade {
         self.openings.push(Opening { tool, step });
         // A second circuit with the same infrastructure category, failing within the window.
         if let Some(c) = category_of(record) {
-            let mut involved = partners(tool, c, records, step, window);
+            let mut involved: Vec<ToolId> = partners(tool, c, records, step, window).collect();
             if !involved.is_empty() {
                 involved.push(tool);
                 return Some(involved);
