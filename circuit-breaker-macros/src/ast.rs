@@ -77,12 +77,17 @@ pub struct ToolSig {
     pub output: Type,
     /// The method's `///` docs, repeated on the handle's method.
     pub docs: Vec<Attribute>,
+    /// The `self` token, where an error about the receiver points.
+    pub self_span: Option<Span>,
 }
 
 /// One parameter of a tool: its name in the handle's signature and call, and its type.
 pub struct Param {
     pub name: Ident,
     pub ty: Type,
+    /// Its `///` docs (taken off the parameter, where rustc would reject them after
+    /// expansion): the description of its property in a `json` toolbox's schema.
+    pub docs: Vec<Attribute>,
 }
 
 impl ToolSig {
@@ -221,7 +226,25 @@ const SUPPORTED: &str = "supported tool methods: `fn` or `async fn` taking `&sel
 /// Builds one tool from its parsed attribute and its method. Mistakes are pushed and the tool
 /// is still returned, so that the checks of the next phase run on it too and other tools can
 /// name it as an alternative.
-fn parse_tool(attr: ToolAttribute, method: &ImplItemFn, errors: &mut Accumulator) -> Tool {
+fn parse_tool(attr: ToolAttribute, method: &mut ImplItemFn, errors: &mut Accumulator) -> Tool {
+    // A parameter's `///` docs are read here and taken off: they describe the parameter in a
+    // `json` toolbox's schema, and rustc rejects doc comments on parameters after expansion.
+    let param_docs: Vec<Vec<Attribute>> = method
+        .sig
+        .inputs
+        .iter_mut()
+        .filter_map(|arg| match arg {
+            FnArg::Typed(pat) => {
+                let (docs, rest) = std::mem::take(&mut pat.attrs)
+                    .into_iter()
+                    .partition(|a| a.path().is_ident("doc"));
+                pat.attrs = rest;
+                Some(docs)
+            }
+            FnArg::Receiver(_) => None,
+        })
+        .collect();
+    let method = &*method;
     let sig = &method.sig;
     let receiver = receiver_of(method).unwrap_or_else(|| {
         if let Some(FnArg::Receiver(r)) = sig.inputs.first() {
@@ -301,8 +324,9 @@ fn parse_tool(attr: ToolAttribute, method: &ImplItemFn, errors: &mut Accumulator
             FnArg::Typed(pat) => Some(pat),
             FnArg::Receiver(_) => None,
         })
+        .zip(param_docs)
         .enumerate()
-        .map(|(i, pat)| {
+        .map(|(i, (pat, docs))| {
             let name = match &*pat.pat {
                 Pat::Ident(p)
                     if p.by_ref.is_none()
@@ -316,6 +340,7 @@ fn parse_tool(attr: ToolAttribute, method: &ImplItemFn, errors: &mut Accumulator
             Param {
                 name,
                 ty: (*pat.ty).clone(),
+                docs,
             }
         })
         .collect();
@@ -341,6 +366,10 @@ fn parse_tool(attr: ToolAttribute, method: &ImplItemFn, errors: &mut Accumulator
                 .filter(|a| a.path().is_ident("doc"))
                 .cloned()
                 .collect(),
+            self_span: match sig.inputs.first() {
+                Some(FnArg::Receiver(r)) => Some(r.self_token.span),
+                _ => None,
+            },
         },
     }
 }

@@ -11,11 +11,14 @@ use proc_macro2::{Span, TokenStream};
 use syn::spanned::Spanned;
 use syn::{Attribute, Expr, Ident, Lit, Path};
 
-/// `#[toolbox(policy(..), crate = path)]`.
+/// `#[toolbox(policy(..), json, crate = path)]`.
 #[derive(Debug, Default, FromMeta)]
 pub struct ToolboxArgs {
     #[darling(default)]
     pub policy: Option<PolicyArgs>,
+    /// `json`: the dispatcher by name and JSON arguments (SPEC B8): an argument type per tool
+    /// and `ToolDispatch` on the guarded handle.
+    pub json: Flag,
     #[darling(default, rename = "crate")]
     pub krate: Option<Path>,
 }

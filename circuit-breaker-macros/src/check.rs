@@ -5,7 +5,10 @@
 
 use darling::Error;
 use darling::error::Accumulator;
-use syn::{Ident, Path};
+use proc_macro2::TokenStream;
+use quote::ToTokens;
+use syn::spanned::Spanned;
+use syn::{GenericArgument, Ident, Path, PathArguments, Type};
 
 use crate::ast::{Method, Receiver, Tool, Toolbox, unraw};
 use crate::attr::Degradation;
@@ -20,6 +23,8 @@ pub struct Checked<'a> {
     pub policy: Policy,
     /// Per tool, in declaration (capability-map) order.
     pub tools: Vec<CheckedTool<'a>>,
+    /// `#[toolbox(json)]`: every tool has its [`CheckedTool::json`].
+    pub json: bool,
 }
 
 /// The toolbox-level policy as declared: a key not given is `None`, and the runtime's
@@ -52,6 +57,32 @@ pub struct CheckedTool<'a> {
     /// The pre-call checks its handle method runs (R10): its own first, then those of the
     /// alternatives its adapters go through; each one runnable from that method.
     pub prechecks: Vec<Precheck>,
+    /// In a `json` toolbox: the owned argument of each parameter (B8).
+    pub json: Vec<JsonParam>,
+}
+
+/// A parameter of a tool in a `json` toolbox: the owned type its argument is decoded into,
+/// and how the guarded method is handed it.
+pub struct JsonParam {
+    pub owned: Type,
+    pub pass: Pass,
+}
+
+/// How a decoded argument is handed to the guarded method.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Pass {
+    /// `T` as it is.
+    Value,
+    /// `&owned` (`&String` coerces to `&str`, `&Vec<T>` to `&[T]`).
+    Ref,
+    /// `&mut owned`.
+    RefMut,
+    /// `owned.as_deref()`: `Option<String>` to `Option<&str>`.
+    OptionDeref,
+    /// `owned.as_ref()`: `Option<T>` to `Option<&T>`.
+    OptionRef,
+    /// `owned.as_mut()`.
+    OptionMut,
 }
 
 /// One alternative, resolved.
@@ -128,6 +159,18 @@ pub fn check<'a>(toolbox: &'a Toolbox, errors: &mut Accumulator) -> Option<Check
         .map(|(index, tool)| resolve_alternatives(toolbox, index, tool, &mut found))
         .collect();
     let prechecks = routed_prechecks(toolbox, &alternatives, &own_prechecks, &mut found);
+    let json = toolbox.args.json.is_present();
+    let json_params: Vec<Vec<JsonParam>> = toolbox
+        .tools
+        .iter()
+        .map(|tool| {
+            if json {
+                check_json(toolbox, tool, &mut found)
+            } else {
+                Vec::new()
+            }
+        })
+        .collect();
     let found = found.into_inner();
     let clean = found.is_empty();
     errors.extend(found);
@@ -137,13 +180,14 @@ pub fn check<'a>(toolbox: &'a Toolbox, errors: &mut Accumulator) -> Option<Check
         return None;
     }
     let mut tools = Vec::new();
-    for ((((tool, required), variant), alternatives), prechecks) in toolbox
+    for (((((tool, required), variant), alternatives), prechecks), json) in toolbox
         .tools
         .iter()
         .zip(required)
         .zip(variants)
         .zip(alternatives)
         .zip(prechecks)
+        .zip(json_params)
     {
         let (provides, fallback) = required?;
         let args = tool.args();
@@ -160,6 +204,7 @@ pub fn check<'a>(toolbox: &'a Toolbox, errors: &mut Accumulator) -> Option<Check
             serve_stale: args.serve_stale.is_present(),
             alternatives,
             prechecks,
+            json,
         });
     }
     Some(Checked {
@@ -172,7 +217,258 @@ pub fn check<'a>(toolbox: &'a Toolbox, errors: &mut Accumulator) -> Option<Check
         base,
         policy,
         tools,
+        json,
     })
+}
+
+/// Methods of `ToolDispatch` that a tool method of the same name would shadow on the handle.
+const DISPATCH_METHODS: [&str; 3] = ["definitions", "dispatch", "offered"];
+
+/// A tool of a `json` toolbox (B8): called through `&self` (the dispatcher shares the
+/// handle), not generic over types, and every parameter with an owned form to decode.
+fn check_json(toolbox: &Toolbox, tool: &Tool, errors: &mut Accumulator) -> Vec<JsonParam> {
+    let name = &tool.name;
+    if tool.sig.receiver == Receiver::Mut {
+        let error = Error::custom(format!(
+            "tool `{name}` takes `&mut self`, but a `#[toolbox(json)]` is dispatched through a shared handle (`ToolDispatch::dispatch(&self, ..)`): take `&self` and keep the state that changes behind a `Mutex`, `RwLock` or atomic"
+        ));
+        errors.push(match tool.sig.self_span {
+            Some(span) => error.with_span(&span),
+            None => error.with_span(&tool.ident),
+        });
+    }
+    let generics = &tool.sig.generics;
+    if let Some(param) = generics
+        .params
+        .iter()
+        .find(|p| !matches!(p, syn::GenericParam::Lifetime(_)))
+    {
+        errors.push(
+            Error::custom(format!(
+                "tool `{name}` is generic, but a `#[toolbox(json)]` decodes each tool's arguments into one concrete type: name the types, or keep the generic method private and make the tool a concrete method that calls it"
+            ))
+            .with_span(param),
+        );
+    }
+    let ident = unraw(&tool.ident);
+    if DISPATCH_METHODS.contains(&ident.as_str()) {
+        errors.push(
+            Error::custom(format!(
+                "a tool method of a `#[toolbox(json)]` cannot be called `{ident}`: the guarded handle's `{ident}` would hide `ToolDispatch::{ident}`; rename the method and keep the tool's name with `name = \"{}\"`",
+                tool.name
+            ))
+            .with_span(&tool.ident),
+        );
+    }
+    let impl_params: Vec<String> = toolbox
+        .item
+        .generics
+        .type_params()
+        .map(|p| p.ident.to_string())
+        .chain(
+            toolbox
+                .item
+                .generics
+                .const_params()
+                .map(|p| p.ident.to_string()),
+        )
+        .collect();
+    tool.sig
+        .params
+        .iter()
+        .map(|param| match owned(&param.ty, &impl_params) {
+            Ok(json) => json,
+            Err((span, problem)) => {
+                let shown = crate::ast::type_text(&param.ty);
+                errors.push(
+                    Error::custom(format!(
+                        "parameter `{}` of tool `{name}`: a `#[toolbox(json)]` decodes each argument into an owned value, and {problem}; take an owned type, `&str`, `&[T]`, `&T` or `Option<&T>` (found `{shown}`)",
+                        unraw(&param.name)
+                    ))
+                    .with_span(&span),
+                );
+                JsonParam {
+                    owned: param.ty.clone(),
+                    pass: Pass::Value,
+                }
+            }
+        })
+        .collect()
+}
+
+/// The owned form of a parameter type, or where and why it has none.
+fn owned(ty: &Type, impl_params: &[String]) -> Result<JsonParam, (proc_macro2::Span, String)> {
+    match ty {
+        Type::Paren(p) => owned(&p.elem, impl_params),
+        Type::Group(g) => owned(&g.elem, impl_params),
+        Type::Reference(r) => Ok(JsonParam {
+            owned: owned_referent(&r.elem, impl_params)?,
+            pass: if r.mutability.is_some() {
+                Pass::RefMut
+            } else {
+                Pass::Ref
+            },
+        }),
+        Type::Path(p) if p.qself.is_none() => {
+            if let Some(inner) = option_of(&p.path)
+                && let Type::Reference(r) = inner
+            {
+                let referent = owned_referent(&r.elem, impl_params)?;
+                let pass = if r.mutability.is_some() {
+                    Pass::OptionMut
+                } else if derefs(&r.elem) {
+                    Pass::OptionDeref
+                } else {
+                    Pass::OptionRef
+                };
+                let mut option = p.clone();
+                if let Some(last) = option.path.segments.last_mut()
+                    && let PathArguments::AngleBracketed(args) = &mut last.arguments
+                    && let Some(GenericArgument::Type(t)) = args.args.first_mut()
+                {
+                    *t = referent;
+                }
+                return Ok(JsonParam {
+                    owned: Type::Path(option),
+                    pass,
+                });
+            }
+            plain(ty, impl_params)?;
+            Ok(JsonParam {
+                owned: ty.clone(),
+                pass: Pass::Value,
+            })
+        }
+        _ => {
+            plain(ty, impl_params)?;
+            Ok(JsonParam {
+                owned: ty.clone(),
+                pass: Pass::Value,
+            })
+        }
+    }
+}
+
+/// `T` in `Option<T>` (also `std::option::Option<T>`).
+fn option_of(path: &Path) -> Option<&Type> {
+    let last = path.segments.last()?;
+    if last.ident != "Option" {
+        return None;
+    }
+    match &last.arguments {
+        PathArguments::AngleBracketed(args) if args.args.len() == 1 => match &args.args[0] {
+            GenericArgument::Type(t) => Some(t),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Whether `&T` is reached from the owned form by `as_deref` (`str`, `[T]`, `Path`).
+fn derefs(referent: &Type) -> bool {
+    match referent {
+        Type::Slice(_) => true,
+        Type::Path(p) => p.qself.is_none() && (p.path.is_ident("str") || is_std_path(&p.path)),
+        Type::Paren(p) => derefs(&p.elem),
+        Type::Group(g) => derefs(&g.elem),
+        _ => false,
+    }
+}
+
+/// `Path` or `std::path::Path`.
+fn is_std_path(path: &Path) -> bool {
+    let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+    path.segments.last().is_some_and(|s| s.arguments.is_none())
+        && matches!(
+            segments
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .as_slice(),
+            ["Path"] | ["std", "path", "Path"]
+        )
+}
+
+/// The owned form of what a `&` points at: `str` → `String`, `[T]` → `Vec<T>`, `Path` →
+/// `PathBuf`, any other plain `T` → `T`.
+fn owned_referent(
+    referent: &Type,
+    impl_params: &[String],
+) -> Result<Type, (proc_macro2::Span, String)> {
+    match referent {
+        Type::Paren(p) => owned_referent(&p.elem, impl_params),
+        Type::Group(g) => owned_referent(&g.elem, impl_params),
+        Type::Path(p) if p.qself.is_none() && p.path.is_ident("str") => {
+            let span = p.span();
+            Ok(syn::parse_quote_spanned!(span=> _cb::__private::String))
+        }
+        Type::Path(p) if p.qself.is_none() && is_std_path(&p.path) => {
+            let span = p.span();
+            Ok(syn::parse_quote_spanned!(span=> _cb::__private::PathBuf))
+        }
+        Type::Slice(slice) => {
+            plain(&slice.elem, impl_params)?;
+            let elem = &slice.elem;
+            let span = slice.span();
+            Ok(syn::parse_quote_spanned!(span=> _cb::__private::Vec<#elem>))
+        }
+        other => {
+            plain(other, impl_params)?;
+            Ok(other.clone())
+        }
+    }
+}
+
+/// A type that is its own owned form: no reference, lifetime, `impl`/`dyn` trait, `Self` or
+/// type parameter of the impl anywhere in it.
+fn plain(ty: &Type, impl_params: &[String]) -> Result<(), (proc_macro2::Span, String)> {
+    fn walk(
+        tokens: TokenStream,
+        impl_params: &[String],
+    ) -> Result<(), (proc_macro2::Span, String)> {
+        for token in tokens {
+            match token {
+                proc_macro2::TokenTree::Punct(p) if p.as_char() == '&' => {
+                    return Err((
+                        p.span(),
+                        "a reference inside a type has no owned form it can build".to_owned(),
+                    ));
+                }
+                proc_macro2::TokenTree::Punct(p) if p.as_char() == '\'' => {
+                    return Err((
+                        p.span(),
+                        "a type that borrows (it has a lifetime) has no owned form it can build"
+                            .to_owned(),
+                    ));
+                }
+                proc_macro2::TokenTree::Ident(i) if i == "impl" || i == "dyn" => {
+                    return Err((
+                        i.span(),
+                        format!("a `{i} Trait` has no concrete type to decode into"),
+                    ));
+                }
+                proc_macro2::TokenTree::Ident(i) if i == "Self" => {
+                    return Err((
+                        i.span(),
+                        "`Self` does not name the toolbox where the argument type is declared"
+                            .to_owned(),
+                    ));
+                }
+                proc_macro2::TokenTree::Ident(i) if impl_params.contains(&i.to_string()) => {
+                    return Err((
+                        i.span(),
+                        format!(
+                            "the impl's type parameter `{i}` is not known where the argument type is declared"
+                        ),
+                    ));
+                }
+                proc_macro2::TokenTree::Group(g) => walk(g.stream(), impl_params)?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+    walk(ty.to_token_stream(), impl_params)
 }
 
 fn check_policy(toolbox: &Toolbox, errors: &mut Accumulator) -> Policy {

@@ -9,7 +9,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::Ident;
 
 use crate::ast::{Receiver, unraw};
-use crate::check::{Checked, CheckedTool, MethodRef};
+use crate::check::{Checked, CheckedTool, MethodRef, Pass};
 
 /// The full expansion: the user's impl, then everything generated.
 pub fn expand(checked: &Checked<'_>) -> TokenStream {
@@ -83,6 +83,11 @@ pub fn expand(checked: &Checked<'_>) -> TokenStream {
         .tools
         .iter()
         .map(|tool| handle_method(checked, tool, &enum_ident));
+    let json = if checked.json {
+        json_dispatch(checked, &handle_ident)
+    } else {
+        TokenStream::new()
+    };
 
     let enum_doc = format!(" The tools of [`{self_doc}`]'s `#[toolbox]`, in capability-map order.");
     let handle_doc = format!(
@@ -275,8 +280,186 @@ pub fn expand(checked: &Checked<'_>) -> TokenStream {
 
                 #(#methods)*
             }
+
+            #json
         };
     }
+}
+
+/// `#[toolbox(json)]` (B8): an argument struct per tool (serde, JSON Schema, the parameters'
+/// docs as descriptions) and `ToolDispatch` on the guarded handle, whose `dispatch` decodes
+/// the arguments and calls the same guarded method as a typed call.
+fn json_dispatch(checked: &Checked<'_>, handle_ident: &Ident) -> TokenStream {
+    let toolbox = checked.toolbox;
+    let self_ty = &toolbox.item.self_ty;
+    let generics = &toolbox.item.generics;
+    let (impl_generics, ty_generics, _) = generics.split_for_impl();
+    let mut structs = TokenStream::new();
+    let mut definitions = Vec::new();
+    let mut arms = Vec::new();
+    for tool in &checked.tools {
+        let args_ident = format_ident!("__CbArgs{}", tool.variant);
+        let fields = tool
+            .tool
+            .sig
+            .params
+            .iter()
+            .zip(&tool.json)
+            .map(|(param, json)| {
+                let (name, owned, docs) = (&param.name, &json.owned, &param.docs);
+                quote!(#(#docs)* #name: #owned,)
+            });
+        structs.extend(quote! {
+            #[derive(_cb::__private::serde::Deserialize, _cb::__private::schemars::JsonSchema)]
+            #[serde(crate = "_cb::__private::serde", deny_unknown_fields)]
+            #[schemars(crate = "_cb::__private::schemars")]
+            struct #args_ident {
+                #(#fields)*
+            }
+        });
+        let name = tool.tool.name.as_str();
+        let description = description(tool);
+        definitions.push(quote!(_cb::__private::definition::<#args_ident>(#name, #description)));
+
+        let ident = &tool.tool.ident;
+        let args = tool
+            .tool
+            .sig
+            .params
+            .iter()
+            .zip(&tool.json)
+            .map(|(param, json)| {
+                let field = &param.name;
+                match json.pass {
+                    Pass::Value => quote!(__cb_args.#field),
+                    Pass::Ref => quote!(&__cb_args.#field),
+                    Pass::RefMut => quote!(&mut __cb_args.#field),
+                    Pass::OptionDeref => quote!(__cb_args.#field.as_deref()),
+                    Pass::OptionRef => quote!(__cb_args.#field.as_ref()),
+                    Pass::OptionMut => quote!(__cb_args.#field.as_mut()),
+                }
+            });
+        let mutable = tool
+            .json
+            .iter()
+            .any(|j| matches!(j.pass, Pass::RefMut | Pass::OptionMut));
+        let binding = if mutable {
+            quote!(mut __cb_args)
+        } else {
+            quote!(__cb_args)
+        };
+        // The value must serialize and the error display: said at the tool's return type.
+        let output_span = syn::spanned::Spanned::span(&tool.tool.sig.output);
+        let reply = quote_spanned!(output_span=> _cb::__private::json_reply);
+        let call = quote!(Self::#ident(self, #(#args),*));
+        let answer = if tool.tool.sig.is_async() {
+            // A future that is not `Send` is reported at the tool's name.
+            let span = ident.span();
+            let future = quote_spanned!(span=> async move {
+                let __cb_result = #call.await;
+                #reply(&self.expeditor, name, __cb_result)
+            });
+            quote!(_cb::__private::boxed(#future))
+        } else {
+            quote! {{
+                let __cb_result = #call;
+                _cb::__private::ready(#reply(&self.expeditor, name, __cb_result))
+            }}
+        };
+        arms.push(quote! {
+            #name => {
+                let #binding: #args_ident = match _cb::__private::arguments(arguments) {
+                    _cb::__private::Ok(__cb_args) => __cb_args,
+                    _cb::__private::Err(__cb_error) => {
+                        return _cb::__private::ready(_cb::__private::Reply::bad_arguments(&self.expeditor, name, &__cb_error));
+                    }
+                };
+                #answer
+            }
+        });
+    }
+    let count = definitions.len();
+    // `ToolDispatch: Send + Sync`: a generic toolbox gets the impl where it is; a concrete
+    // one that is not is told so at its type.
+    let (where_clause, assertion) = if generics.params.is_empty() {
+        let span = syn::spanned::Spanned::span(self_ty);
+        (
+            quote!(),
+            quote_spanned!(span=> const _: () = _cb::__private::shared_toolbox::<#self_ty>();),
+        )
+    } else {
+        let predicates = generics.where_clause.as_ref().map(|w| &w.predicates);
+        let comma = predicates
+            .filter(|p| !p.empty_or_trailing())
+            .map(|_| quote!(,));
+        (
+            quote!(where #predicates #comma #self_ty: _cb::__private::core::marker::Send + _cb::__private::core::marker::Sync),
+            quote!(),
+        )
+    };
+    quote! {
+        #structs
+        #assertion
+
+        static __CB_DEFINITIONS: _cb::__private::Definitions = _cb::__private::Definitions::new();
+
+        impl #impl_generics _cb::__private::ToolDispatch for #handle_ident #ty_generics #where_clause {
+            fn definitions(&self) -> _cb::__private::Vec<_cb::__private::ToolDefinition> {
+                fn build() -> [_cb::__private::ToolDefinition; #count] {
+                    [#(#definitions),*]
+                }
+                __CB_DEFINITIONS.get(build)
+            }
+
+            fn expeditor(&self) -> &_cb::__private::Expeditor {
+                &self.expeditor
+            }
+
+            fn dispatch<'__cb>(
+                &'__cb self,
+                name: &'__cb str,
+                arguments: _cb::__private::Value,
+            ) -> _cb::__private::ReplyFuture<'__cb> {
+                match name {
+                    #(#arms)*
+                    _ => _cb::__private::ready(_cb::__private::Reply::unknown_tool(&self.expeditor, name)),
+                }
+            }
+        }
+    }
+}
+
+/// A tool's description for the model: its `provides` line, then its doc comment.
+fn description(tool: &CheckedTool<'_>) -> String {
+    let docs = doc_text(&tool.tool.sig.docs);
+    if docs.is_empty() {
+        tool.provides.clone()
+    } else {
+        format!("{}\n\n{docs}", tool.provides)
+    }
+}
+
+/// The text of `///` docs: one line per attribute, the leading space of each taken off.
+fn doc_text(docs: &[syn::Attribute]) -> String {
+    let lines: Vec<String> = docs
+        .iter()
+        .filter_map(|attr| match &attr.meta {
+            syn::Meta::NameValue(nv) => match &nv.value {
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(s),
+                    ..
+                }) => Some(s.value()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .flat_map(|text| {
+            text.split('\n')
+                .map(|l| l.strip_prefix(' ').unwrap_or(l).trim_end().to_owned())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    lines.join("\n").trim().to_owned()
 }
 
 /// The capability map as statics: one array of alternatives per tool, the tools, the map.

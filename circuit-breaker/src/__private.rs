@@ -276,3 +276,201 @@ impl IntoAvailability for Availability {
         self
     }
 }
+
+// ----- `#[toolbox(json)]` (B8) ------------------------------------------------------------
+
+#[cfg(feature = "json")]
+pub use crate::dispatch::{Reply, ReplyFuture, ToolDefinition, ToolDispatch};
+#[cfg(feature = "json")]
+pub use schemars;
+#[cfg(feature = "json")]
+pub use serde_json::Value;
+pub use std::path::PathBuf;
+pub use std::vec::Vec;
+
+/// The arguments of a call by name, decoded: a JSON `null` (or arguments left out) reads as
+/// `{}`, so a tool without parameters, or with only optional ones, takes it.
+///
+/// # Errors
+/// What the decoder says, for [`Reply::bad_arguments`].
+#[cfg(feature = "json")]
+pub fn arguments<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, serde_json::Error> {
+    let value = match value {
+        Value::Null => Value::Object(serde_json::Map::new()),
+        value => value,
+    };
+    serde_json::from_value(value)
+}
+
+/// The JSON Schema of a tool's arguments, as an object (no `$schema`, no `title`: the tool's
+/// name says what it is).
+#[cfg(feature = "json")]
+pub fn input_schema<T: schemars::JsonSchema>() -> serde_json::Map<String, Value> {
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .with(|settings| settings.meta_schema = None)
+        .into_generator();
+    let mut schema = match generator.into_root_schema_for::<T>().to_value() {
+        Value::Object(schema) => schema,
+        _ => serde_json::Map::new(),
+    };
+    schema.remove("title");
+    if !schema.contains_key("type") {
+        schema.insert("type".into(), "object".into());
+    }
+    // Some clients require `properties` on every object schema, even a tool's without any.
+    if !schema.contains_key("properties") {
+        schema.insert("properties".into(), Value::Object(serde_json::Map::new()));
+    }
+    schema
+}
+
+/// One tool's definition: its name, what it provides then its docs, its arguments' schema.
+#[cfg(feature = "json")]
+pub fn definition<T: schemars::JsonSchema>(name: &str, description: &str) -> ToolDefinition {
+    ToolDefinition {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        input_schema: input_schema::<T>(),
+    }
+}
+
+/// A toolbox's definitions, computed once.
+#[cfg(feature = "json")]
+pub struct Definitions(std::sync::OnceLock<Vec<ToolDefinition>>);
+
+#[cfg(feature = "json")]
+impl Definitions {
+    /// Not computed yet.
+    pub const fn new() -> Self {
+        Definitions(std::sync::OnceLock::new())
+    }
+
+    /// The definitions, built by `build` the first time.
+    pub fn get<const N: usize>(&self, build: fn() -> [ToolDefinition; N]) -> Vec<ToolDefinition> {
+        self.0.get_or_init(|| Vec::from(build())).clone()
+    }
+}
+
+#[cfg(feature = "json")]
+impl Default for Definitions {
+    fn default() -> Self {
+        Definitions::new()
+    }
+}
+
+/// What a `#[toolbox(json)]` tool answers: a value with a JSON form.
+#[cfg(feature = "json")]
+#[diagnostic::on_unimplemented(
+    message = "a tool of a `#[toolbox(json)]` must answer a value that serializes to JSON: `{Self}` does not implement `serde::Serialize`",
+    label = "this value cannot be sent to the model as JSON",
+    note = "derive or implement `serde::Serialize` for `{Self}`, or return a type that has it (a `String`, a `Vec<..>`, `serde_json::Value`)"
+)]
+pub trait JsonValue {
+    /// The value as JSON.
+    fn __cb_serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error>;
+}
+
+#[cfg(feature = "json")]
+impl<T: serde::Serialize + ?Sized> JsonValue for T {
+    fn __cb_serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.serialize(serializer)
+    }
+}
+
+/// What a `#[toolbox(json)]` tool fails with: an error with a message for the model.
+#[cfg(feature = "json")]
+#[diagnostic::on_unimplemented(
+    message = "a tool of a `#[toolbox(json)]` must fail with an error that has a message: `{Self}` does not implement `std::fmt::Display`",
+    label = "the model is told this error's message",
+    note = "implement `std::fmt::Display` for `{Self}`, or return an error type that has it (`std::io::Error`, `String`, an error made with `thiserror`)"
+)]
+pub trait JsonError {
+    /// The message.
+    fn __cb_message(&self) -> String;
+}
+
+#[cfg(feature = "json")]
+impl<E: fmt::Display + ?Sized> JsonError for E {
+    fn __cb_message(&self) -> String {
+        self.to_string()
+    }
+}
+
+/// Serializes through [`JsonValue`].
+#[cfg(feature = "json")]
+struct AsJson<T>(T);
+
+#[cfg(feature = "json")]
+impl<T: JsonValue> serde::Serialize for AsJson<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.__cb_serialize(serializer)
+    }
+}
+
+/// Displays through [`JsonError`].
+#[cfg(feature = "json")]
+struct Message(String);
+
+#[cfg(feature = "json")]
+impl fmt::Display for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The reply to a guarded call made by the dispatcher ([`Reply::from_call`]).
+#[cfg(feature = "json")]
+pub fn json_reply<T: JsonValue, E: JsonError>(
+    expeditor: &Expeditor,
+    tool: &str,
+    result: Result<Routed<T>, CallError<E>>,
+) -> Reply {
+    let result = match result {
+        Ok(routed) => Ok(Routed {
+            value: AsJson(routed.value),
+            route: routed.route,
+            freshness: routed.freshness,
+        }),
+        Err(CallError::Failed {
+            tool,
+            error,
+            recorded,
+            route,
+        }) => Err(CallError::Failed {
+            tool,
+            error: Message(error.__cb_message()),
+            recorded,
+            route,
+        }),
+        Err(CallError::Refused(refusal)) => Err(CallError::Refused(refusal)),
+    };
+    Reply::from_call(expeditor, tool, result)
+}
+
+/// A reply already made, as the boxed future `dispatch` returns (a sync tool).
+#[cfg(feature = "json")]
+pub fn ready<'a>(reply: Reply) -> ReplyFuture<'a> {
+    Box::pin(core::future::ready(reply))
+}
+
+/// An async tool's call, boxed.
+#[cfg(feature = "json")]
+pub fn boxed<'a>(future: impl std::future::Future<Output = Reply> + Send + 'a) -> ReplyFuture<'a> {
+    Box::pin(future)
+}
+
+/// What a `#[toolbox(json)]` toolbox must be: shared by an adapter's threads.
+#[cfg(feature = "json")]
+#[diagnostic::on_unimplemented(
+    message = "a `#[toolbox(json)]` toolbox must be `Send + Sync`: `{Self}` is not",
+    label = "the dispatcher (`ToolDispatch: Send + Sync`) shares this toolbox between threads",
+    note = "keep mutable state behind a `Mutex`, `RwLock` or atomic instead of a `Cell`/`RefCell`, and share with `Arc` instead of `Rc`"
+)]
+pub trait SharedToolbox {}
+
+#[cfg(feature = "json")]
+impl<T: Send + Sync + ?Sized> SharedToolbox for T {}
+
+/// Asserts at compile time that `T` is a [`SharedToolbox`].
+#[cfg(feature = "json")]
+pub const fn shared_toolbox<T: SharedToolbox + ?Sized>() {}
