@@ -531,7 +531,7 @@ impl Web {
 
 #[test]
 fn b8_async_toolbox_is_dispatched() {
-    fn shared(_: &(impl ToolDispatch + Send + Sync + 'static)) {}
+    fn shared(_: &(impl ToolDispatch + 'static)) {}
     let agent = GuardedWeb::new(Web {
         down: AtomicBool::new(false),
     });

@@ -120,3 +120,107 @@ fn b1_generated_code_uses_absolute_paths() {
         ::std::option::Option::Some(0)
     );
 }
+
+/// Shadows the names a `json` toolbox's expansion might have used unqualified.
+mod serde {}
+mod schemars {}
+mod serde_json {}
+struct String;
+struct Vec;
+struct Value;
+struct Reply;
+struct ToolDefinition;
+trait ToolDispatch {}
+trait Deserialize {}
+trait JsonSchema {}
+trait Send {}
+trait Sync {}
+fn ready() {}
+fn arguments() {}
+
+pub struct Shell {
+    broken: ::std::sync::atomic::AtomicBool,
+}
+
+#[::circuit_breaker::toolbox(json, policy(threshold = 1))]
+impl Shell {
+    #[tool(
+        provides = "command execution",
+        alternatives(script(method = "write a script", via = run_by_script)),
+        fallback = "report commands that need to be run manually"
+    )]
+    fn run(
+        &self,
+        /// The command line.
+        command: &str,
+        dir: ::std::option::Option<&str>,
+    ) -> Result<::std::string::String> {
+        if self.broken.load(::std::sync::atomic::Ordering::SeqCst) {
+            return ::std::result::Result::Err(Failure("run is broken"));
+        }
+        ::std::result::Result::Ok(::std::format!("{command} in {dir:?}"))
+    }
+
+    fn run_by_script(
+        &self,
+        command: &str,
+        _dir: ::std::option::Option<&str>,
+    ) -> Result<::std::string::String> {
+        self.script(::std::vec![command.into()])
+    }
+
+    #[tool(provides = "scripts", fallback = "write the script for the user")]
+    fn script(
+        &self,
+        lines: ::std::vec::Vec<::std::string::String>,
+    ) -> Result<::std::string::String> {
+        ::std::result::Result::Ok(lines.join("\n"))
+    }
+
+    #[tool(provides = "waiting", fallback = "wait by hand")]
+    async fn wait(&self, millis: &u64) -> Result<u64> {
+        ::std::result::Result::Ok(*millis)
+    }
+}
+
+#[test]
+fn b8_json_toolbox_uses_absolute_paths() {
+    use ::circuit_breaker::dispatch::ToolDispatch as _;
+    let agent = GuardedShell::new(Shell {
+        broken: ::std::sync::atomic::AtomicBool::new(false),
+    });
+    let block_on = |future: ::circuit_breaker::dispatch::ReplyFuture<'_>| {
+        let mut future = future;
+        let mut cx = ::std::task::Context::from_waker(::std::task::Waker::noop());
+        loop {
+            if let ::std::task::Poll::Ready(reply) = future.as_mut().poll(&mut cx) {
+                return reply;
+            }
+        }
+    };
+    let names: ::std::vec::Vec<::std::string::String> =
+        agent.definitions().into_iter().map(|d| d.name).collect();
+    assert_eq!(names, ["run", "script", "wait"]);
+    let reply = block_on(agent.dispatch("run", ::serde_json::json!({"command": "ls"})));
+    assert_eq!(
+        reply.value,
+        ::std::option::Option::Some(::serde_json::json!("ls in None"))
+    );
+    let reply = block_on(agent.dispatch("wait", ::serde_json::json!({"millis": 5})));
+    assert_eq!(
+        reply.value,
+        ::std::option::Option::Some(::serde_json::json!(5))
+    );
+
+    agent
+        .toolbox()
+        .broken
+        .store(true, ::std::sync::atomic::Ordering::SeqCst);
+    assert!(block_on(agent.dispatch("run", ::serde_json::json!({"command": "ls"}))).is_error());
+    let routed = block_on(agent.dispatch("run", ::serde_json::json!({"command": "ls"})));
+    assert_eq!(
+        routed.value,
+        ::std::option::Option::Some(::serde_json::json!("ls"))
+    );
+    assert!(block_on(agent.dispatch("nope", ::serde_json::Value::Null)).is_error());
+}

@@ -78,3 +78,85 @@ fn b2_lint_quiet_toolbox_works() {
     );
     assert_eq!(GuardedWorkspace::now(&agent).map(|r| r.value).ok(), Some(0));
 }
+
+/// A `json` toolbox (B8): the argument structs, their derives and `ToolDispatch` stay quiet
+/// under the same lints.
+#[derive(Debug, Default)]
+pub struct Shell {
+    runs: std::sync::atomic::AtomicU32,
+}
+
+#[toolbox(json, policy(threshold = 2))]
+impl Shell {
+    /// Runs a command.
+    ///
+    /// # Errors
+    /// When the command fails.
+    #[tool(
+        provides = "command execution",
+        alternatives(script(method = "write a script", via = run_by_script)),
+        fallback = "report commands that need to be run manually"
+    )]
+    pub fn run(
+        &self,
+        /// The command line.
+        command: &str,
+        /// Its arguments.
+        args: &[String],
+        /// Where to run it.
+        dir: Option<&std::path::Path>,
+    ) -> io::Result<String> {
+        self.runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(format!("{command} {} in {dir:?}", args.join(" ")))
+    }
+
+    fn run_by_script(
+        &self,
+        command: &str,
+        args: &[String],
+        dir: Option<&std::path::Path>,
+    ) -> io::Result<String> {
+        self.script(&format!("{command} {}", args.join(" ")), dir.map(|_| 1))
+    }
+
+    /// Runs a script.
+    ///
+    /// # Errors
+    /// Never.
+    #[tool(provides = "scripts", fallback = "write the script for the user")]
+    pub fn script(&self, body: &str, times: Option<u32>) -> io::Result<String> {
+        Ok(format!("{body} x{}", times.unwrap_or(1)))
+    }
+
+    /// Waits, asynchronously.
+    ///
+    /// # Errors
+    /// Never.
+    #[tool(provides = "waiting", fallback = "wait by hand")]
+    pub async fn wait(&self, millis: u64) -> Result<u64, std::fmt::Error> {
+        Ok(async { millis }.await)
+    }
+
+    /// A tool without a receiver or parameters.
+    ///
+    /// # Errors
+    /// Never.
+    #[tool(provides = "the date", fallback = "ask the user for the date")]
+    pub fn today() -> Result<u64, io::Error> {
+        Ok(0)
+    }
+}
+
+#[test]
+fn b8_lint_quiet_json_toolbox_works() {
+    use circuit_breaker::dispatch::ToolDispatch;
+    let agent = GuardedShell::new(Shell::default());
+    assert_eq!(agent.definitions().len(), 4);
+    let future = agent.dispatch("script", serde_json::json!({"body": "ls"}));
+    let mut future = std::pin::pin!(future);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let std::task::Poll::Ready(reply) = future.as_mut().poll(&mut cx) else {
+        panic!("a sync tool's reply is ready at once");
+    };
+    assert_eq!(reply.value, Some(serde_json::json!("ls x1")));
+}

@@ -7,7 +7,6 @@ use darling::Error;
 use darling::error::Accumulator;
 use proc_macro2::TokenStream;
 use quote::ToTokens;
-use syn::spanned::Spanned;
 use syn::{GenericArgument, Ident, Path, PathArguments, Type};
 
 use crate::ast::{Method, Receiver, Tool, Toolbox, unraw};
@@ -399,18 +398,15 @@ fn owned_referent(
         Type::Paren(p) => owned_referent(&p.elem, impl_params),
         Type::Group(g) => owned_referent(&g.elem, impl_params),
         Type::Path(p) if p.qself.is_none() && p.path.is_ident("str") => {
-            let span = p.span();
-            Ok(syn::parse_quote_spanned!(span=> _cb::__private::String))
+            Ok(syn::parse_quote!(_cb::__private::String))
         }
         Type::Path(p) if p.qself.is_none() && is_std_path(&p.path) => {
-            let span = p.span();
-            Ok(syn::parse_quote_spanned!(span=> _cb::__private::PathBuf))
+            Ok(syn::parse_quote!(_cb::__private::PathBuf))
         }
         Type::Slice(slice) => {
             plain(&slice.elem, impl_params)?;
             let elem = &slice.elem;
-            let span = slice.span();
-            Ok(syn::parse_quote_spanned!(span=> _cb::__private::Vec<#elem>))
+            Ok(syn::parse_quote!(_cb::__private::Vec<#elem>))
         }
         other => {
             plain(other, impl_params)?;
