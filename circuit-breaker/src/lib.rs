@@ -34,6 +34,8 @@ pub mod expeditor;
 pub mod failure;
 pub mod freshness;
 mod id;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod mirror;
 pub mod policy;
 mod precheck;

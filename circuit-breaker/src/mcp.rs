@@ -1,0 +1,293 @@
+//! A guarded toolbox served over MCP, on rmcp (SPEC B9; feature `mcp`).
+//!
+//! [`McpServer`] wraps any [`ToolDispatch`] — the guarded handle `#[toolbox(json)]`
+//! generates, or your own — and implements rmcp's [`ServerHandler`], so the toolbox is an MCP
+//! server with no per-tool glue: names, descriptions and schemas are declared once, in
+//! `#[tool]`.
+//!
+//! - `initialize` advertises tools with `listChanged: true`, and the server's name and
+//!   version ([`McpServer::name`], [`McpServer::version`]; the crate's by default).
+//! - `tools/list` answers the *offer*: the definitions of the tools a model may call now
+//!   ([`ToolDispatch::offered`]); an OPEN or UNAVAILABLE tool is not listed, and while every
+//!   tool is paused the list is empty.
+//! - `tools/call` goes through [`ToolDispatch::dispatch`], the guarded path: decide, call or
+//!   route, record. The [`Reply`] becomes a `CallToolResult`: `isError` is
+//!   [`Reply::is_error`], the one text content is [`Reply::text`] (the value, then the note
+//!   for the model), and `_meta` is [`Reply::meta`] (outcome, circuit state, route,
+//!   degradation, freshness). A failure, a refusal or a model's own mistake (a name that is no
+//!   tool, arguments that do not parse) is an `isError` result the model reads, never a
+//!   JSON-RPC error: those are left to rmcp for protocol misuse.
+//! - `notifications/tools/list_changed` is sent when a tool leaves or re-enters the offer:
+//!   after every call, and when the client says it is initialized, the offered names are
+//!   compared with those the client was last told (by a `tools/list` answer or a
+//!   notification).
+//!
+//! A call the client cancels (`notifications/cancelled`) is dropped where it waits: its
+//! ticket is dropped, which the expeditor records as a cancellation, never as a failure.
+//!
+//! ```no_run
+//! use circuit_breaker::dispatch::ToolDispatch;
+//! use circuit_breaker::mcp::McpServer;
+//!
+//! async fn serve(guarded: impl ToolDispatch + 'static) -> Result<(), circuit_breaker::mcp::rmcp::RmcpError> {
+//!     McpServer::new(guarded).serve_stdio().await?;
+//!     Ok(())
+//! }
+//! ```
+//!
+//! Any other rmcp transport works the same way, since [`McpServer`] is a [`ServerHandler`]:
+//! `rmcp::ServiceExt::serve(server, transport)`. The rmcp this crate is built against is
+//! re-exported as [`rmcp`](mod@rmcp).
+
+use std::borrow::Cow;
+use std::fmt;
+use std::future::{Future, poll_fn};
+use std::pin::pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::Poll;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    InitializeRequestParams, InitializeResult, ListToolsResult, MetaObject, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{NotificationContext, Peer, QuitReason, RequestContext, RoleServer};
+use rmcp::{ErrorData, RmcpError, ServerHandler, ServiceExt as _};
+use serde_json::Value;
+
+use crate::dispatch::{Reply, ToolDefinition, ToolDispatch};
+
+/// The rmcp this crate is built against, for the types of a transport or a client.
+pub use rmcp;
+
+/// A guarded toolbox as an MCP server: `tools/list` is the offer, `tools/call` the guarded
+/// path, `list_changed` when the offer changes (see the [module](self)).
+///
+/// One value serves one connection: it remembers which tools that client was last told of.
+/// A clone shares the toolbox and the server's name, and starts with no such memory, so
+/// clone it once per session where a transport serves several.
+pub struct McpServer<D> {
+    dispatch: Arc<D>,
+    implementation: Implementation,
+    instructions: Option<String>,
+    /// The offered names the client was last told of: `None` before it was told any.
+    announced: Mutex<Option<Vec<String>>>,
+}
+
+impl<D: ToolDispatch + 'static> McpServer<D> {
+    /// Serves `dispatch`; the server is named after this crate, with its version.
+    pub fn new(dispatch: D) -> Self {
+        Self::shared(Arc::new(dispatch))
+    }
+
+    /// Serves a toolbox you keep a handle on (to read its state table, say).
+    pub fn shared(dispatch: Arc<D>) -> Self {
+        McpServer {
+            dispatch,
+            implementation: Implementation::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
+            instructions: None,
+            announced: Mutex::new(None),
+        }
+    }
+
+    /// The name the server gives in `initialize` (`serverInfo.name`).
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.implementation.name = name.into();
+        self
+    }
+
+    /// The version the server gives in `initialize` (`serverInfo.version`).
+    #[must_use]
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.implementation.version = version.into();
+        self
+    }
+
+    /// Instructions for the client, sent in `initialize`.
+    #[must_use]
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// The toolbox served.
+    pub fn dispatch(&self) -> &D {
+        &self.dispatch
+    }
+
+    /// The tools offered now, as `tools/list` answers them.
+    pub fn tools(&self) -> Vec<Tool> {
+        self.dispatch.offered().iter().map(to_tool).collect()
+    }
+
+    /// Calls `name` through the guarded path, as `tools/call` does, and gives the result the
+    /// client receives. Sends no notification.
+    pub async fn call(&self, name: &str, arguments: Value) -> CallToolResult {
+        to_call_tool_result(&self.dispatch.dispatch(name, arguments).await)
+    }
+
+    /// Serves over this process's standard input and output until the client closes them.
+    ///
+    /// # Errors
+    ///
+    /// The client's `initialize` failed, or the service's task panicked.
+    pub async fn serve_stdio(self) -> Result<QuitReason, RmcpError> {
+        let running = self.serve(rmcp::transport::stdio()).await?;
+        Ok(running.waiting().await?)
+    }
+
+    /// The names offered now, remembered as told to the client.
+    fn announce(&self) {
+        let names = self.offered_names();
+        *self.announced() = Some(names);
+    }
+
+    /// Tells the client, if the offer changed since it was last told.
+    async fn notify_if_changed(&self, peer: &Peer<RoleServer>) {
+        let changed = {
+            let mut announced = self.announced();
+            let names = self.offered_names();
+            let changed = announced.as_ref().is_some_and(|told| *told != names);
+            *announced = Some(names);
+            changed
+        };
+        if changed && let Err(error) = peer.notify_tool_list_changed().await {
+            tracing::debug!(%error, "tools/list_changed not delivered");
+        }
+    }
+
+    fn offered_names(&self) -> Vec<String> {
+        self.dispatch
+            .offered()
+            .into_iter()
+            .map(|definition| definition.name)
+            .collect()
+    }
+
+    fn announced(&self) -> std::sync::MutexGuard<'_, Option<Vec<String>>> {
+        self.announced
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl<D> Clone for McpServer<D> {
+    fn clone(&self) -> Self {
+        McpServer {
+            dispatch: Arc::clone(&self.dispatch),
+            implementation: self.implementation.clone(),
+            instructions: self.instructions.clone(),
+            announced: Mutex::new(None),
+        }
+    }
+}
+
+impl<D> fmt::Debug for McpServer<D> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpServer")
+            .field("name", &self.implementation.name)
+            .field("version", &self.implementation.version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<D: ToolDispatch + 'static> ServerHandler for McpServer<D> {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        let config = ServerConfig::new(capabilities).with_server_info(self.implementation.clone());
+        match &self.instructions {
+            Some(text) => config.with_instructions(text.clone()),
+            None => config,
+        }
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        // What the client may call from the start; a change from here on is announced.
+        self.announce();
+        self.negotiate_initialize(&request)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.notify_if_changed(&context.peer).await;
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let offered = self.dispatch.offered();
+        *self.announced() = Some(offered.iter().map(|d| d.name.clone()).collect());
+        // The offer changes as circuits open and close: never cache it.
+        Ok(ListToolsResult::with_all_items(offered.iter().map(to_tool).collect()).with_ttl_ms(0))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        // Every tool, offered or not: a call to a withheld one is answered with its refusal.
+        self.dispatch
+            .definitions()
+            .iter()
+            .find(|d| d.name == name)
+            .map(to_tool)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let reply = {
+            let mut call = self.dispatch.dispatch(&request.name, arguments);
+            let mut cancelled = pin!(context.ct.cancelled());
+            poll_fn(|cx| match call.as_mut().poll(cx) {
+                Poll::Ready(reply) => Poll::Ready(Some(reply)),
+                // Dropping the call drops its ticket: a cancellation, never a failure.
+                Poll::Pending => cancelled.as_mut().poll(cx).map(|()| None),
+            })
+            .await
+        };
+        self.notify_if_changed(&context.peer).await;
+        match reply {
+            Some(reply) => Ok(to_call_tool_result(&reply).into()),
+            None => Err(ErrorData::internal_error(
+                format!("the call to {} was cancelled", request.name),
+                None,
+            )),
+        }
+    }
+}
+
+/// A tool definition as rmcp's [`Tool`]: name, description (omitted when empty), input
+/// schema.
+pub fn to_tool(definition: &ToolDefinition) -> Tool {
+    let description =
+        (!definition.description.is_empty()).then(|| Cow::Owned(definition.description.clone()));
+    Tool::new_with_raw(
+        definition.name.clone(),
+        description,
+        Arc::new(definition.input_schema.clone()),
+    )
+}
+
+/// A reply as the `CallToolResult` a client receives: `isError` = [`Reply::is_error`], one
+/// text content [`Reply::text`], `_meta` = [`Reply::meta`].
+pub fn to_call_tool_result(reply: &Reply) -> CallToolResult {
+    let content = vec![ContentBlock::text(reply.text())];
+    let mut result = if reply.is_error() {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    result.meta = Some(MetaObject(reply.meta()));
+    result
+}
