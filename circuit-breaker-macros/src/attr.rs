@@ -18,9 +18,36 @@ pub struct ToolboxArgs {
     pub policy: Option<PolicyArgs>,
     /// `json`: the dispatcher by name and JSON arguments (SPEC B8): an argument type per tool
     /// and `ToolDispatch` on the guarded handle.
-    pub json: Flag,
+    #[darling(default)]
+    pub json: JsonFlag,
     #[darling(default, rename = "crate")]
     pub krate: Option<Path>,
+}
+
+/// `json`, a bare word: `json = ..` is an error that says so.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct JsonFlag(bool);
+
+impl JsonFlag {
+    pub fn is_present(self) -> bool {
+        self.0
+    }
+}
+
+impl FromMeta for JsonFlag {
+    fn from_word() -> darling::Result<Self> {
+        Ok(JsonFlag(true))
+    }
+
+    fn from_meta(item: &syn::Meta) -> darling::Result<Self> {
+        match item {
+            syn::Meta::Path(_) => Self::from_word(),
+            _ => Err(Error::custom(
+                "`json` takes no value: write `#[toolbox(json)]` to generate the dispatcher by name and JSON arguments, or leave it out",
+            )
+            .with_span(item)),
+        }
+    }
 }
 
 /// `policy(threshold = 3, budget = 5, probe_every = 3, probe_unit = "attempts")`.

@@ -438,9 +438,10 @@ fn plain(ty: &Type, impl_params: &[String]) -> Result<(), (proc_macro2::Span, St
                     ));
                 }
                 proc_macro2::TokenTree::Ident(i) if i == "impl" || i == "dyn" => {
+                    let article = if i == "impl" { "an" } else { "a" };
                     return Err((
                         i.span(),
-                        format!("a `{i} Trait` has no concrete type to decode into"),
+                        format!("{article} `{i} Trait` has no concrete type to decode into"),
                     ));
                 }
                 proc_macro2::TokenTree::Ident(i) if i == "Self" => {

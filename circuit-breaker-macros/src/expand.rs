@@ -348,22 +348,22 @@ fn json_dispatch(checked: &Checked<'_>, handle_ident: &Ident) -> TokenStream {
         } else {
             quote!(__cb_args)
         };
-        // The value must serialize and the error display: said at the tool's return type.
         let output_span = syn::spanned::Spanned::span(&tool.tool.sig.output);
-        let reply = quote_spanned!(output_span=> _cb::__private::json_reply);
+        // Said at the tool's return type: a value that does not serialize (an error that
+        // does not display).
+        let reply = quote_spanned!(output_span=> _cb::__private::json_reply(&self.expeditor, name, __cb_result));
         let call = quote!(Self::#ident(self, #(#args),*));
         let answer = if tool.tool.sig.is_async() {
             // A future that is not `Send` is reported at the tool's name.
             let span = ident.span();
-            let future = quote_spanned!(span=> async move {
+            quote_spanned!(span=> _cb::__private::boxed(async move {
                 let __cb_result = #call.await;
-                #reply(&self.expeditor, name, __cb_result)
-            });
-            quote!(_cb::__private::boxed(#future))
+                #reply
+            }))
         } else {
             quote! {{
                 let __cb_result = #call;
-                _cb::__private::ready(#reply(&self.expeditor, name, __cb_result))
+                _cb::__private::ready(#reply)
             }}
         };
         arms.push(quote! {
@@ -379,27 +379,19 @@ fn json_dispatch(checked: &Checked<'_>, handle_ident: &Ident) -> TokenStream {
         });
     }
     let count = definitions.len();
-    // `ToolDispatch: Send + Sync`: a generic toolbox gets the impl where it is; a concrete
-    // one that is not is told so at its type.
-    let (where_clause, assertion) = if generics.params.is_empty() {
-        let span = syn::spanned::Spanned::span(self_ty);
-        (
-            quote!(),
-            quote_spanned!(span=> const _: () = _cb::__private::shared_toolbox::<#self_ty>();),
-        )
+    // `ToolDispatch: Send + Sync`: a generic toolbox gets the impl where it is; for a
+    // concrete one that is not, rustc says which field is not, at the impl's type.
+    let where_clause = if generics.params.is_empty() {
+        quote!()
     } else {
         let predicates = generics.where_clause.as_ref().map(|w| &w.predicates);
         let comma = predicates
             .filter(|p| !p.empty_or_trailing())
             .map(|_| quote!(,));
-        (
-            quote!(where #predicates #comma #self_ty: _cb::__private::core::marker::Send + _cb::__private::core::marker::Sync),
-            quote!(),
-        )
+        quote!(where #predicates #comma #self_ty: _cb::__private::core::marker::Send + _cb::__private::core::marker::Sync)
     };
     quote! {
         #structs
-        #assertion
 
         static __CB_DEFINITIONS: _cb::__private::Definitions = _cb::__private::Definitions::new();
 

@@ -458,19 +458,3 @@ pub fn ready<'a>(reply: Reply) -> ReplyFuture<'a> {
 pub fn boxed<'a>(future: impl std::future::Future<Output = Reply> + Send + 'a) -> ReplyFuture<'a> {
     Box::pin(future)
 }
-
-/// What a `#[toolbox(json)]` toolbox must be: shared by an adapter's threads.
-#[cfg(feature = "json")]
-#[diagnostic::on_unimplemented(
-    message = "a `#[toolbox(json)]` toolbox must be `Send + Sync`: `{Self}` is not",
-    label = "the dispatcher (`ToolDispatch: Send + Sync`) shares this toolbox between threads",
-    note = "keep mutable state behind a `Mutex`, `RwLock` or atomic instead of a `Cell`/`RefCell`, and share with `Arc` instead of `Rc`"
-)]
-pub trait SharedToolbox {}
-
-#[cfg(feature = "json")]
-impl<T: Send + Sync + ?Sized> SharedToolbox for T {}
-
-/// Asserts at compile time that `T` is a [`SharedToolbox`].
-#[cfg(feature = "json")]
-pub const fn shared_toolbox<T: SharedToolbox + ?Sized>() {}
