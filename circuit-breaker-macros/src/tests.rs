@@ -79,6 +79,12 @@ fn r6_r10_expansion_snapshot_freshness_and_prechecks() {
     check_snapshot("fresh");
 }
 
+/// `#[toolbox(json)]` (B8): the argument structs and `ToolDispatch`.
+#[test]
+fn b8_expansion_snapshot_json_dispatcher() {
+    check_snapshot("json");
+}
+
 /// A snapshot that does not exist fails (it is never written on the fly), and so does one
 /// that differs; only `UPDATE_EXPAND=1` rewrites, not `0` or any other value.
 #[test]

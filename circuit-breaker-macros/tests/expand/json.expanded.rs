@@ -1,0 +1,481 @@
+impl Workspace {
+    /// Searches file contents.
+    fn grep(
+        &self,
+        pattern: &str,
+        under: Option<&str>,
+    ) -> Result<Vec<String>, std::io::Error> {
+        Ok(vec![pattern.to_owned()])
+    }
+    fn grep_with_rg(
+        &self,
+        pattern: &str,
+        _under: Option<&str>,
+    ) -> Result<Vec<String>, std::io::Error> {
+        self.bash(pattern).map(|out| vec![out])
+    }
+    async fn bash(&self, command: String) -> Result<String, std::io::Error> {
+        Ok(command)
+    }
+    fn now() -> Result<u64, std::io::Error> {
+        Ok(0)
+    }
+}
+/// The tools of [`Workspace`]'s `#[toolbox]`, in capability-map order.
+#[derive(Clone, Copy)]
+pub enum WorkspaceTool {
+    /// `grep`: content search across files
+    Grep,
+    /// `bash`: command execution
+    Bash,
+    /// `now`: the time
+    Now,
+}
+/// [`Workspace`] with a circuit breaker on every tool: each method asks the expeditor first, calls the tool (or an adapter through an alternative) only when allowed, and records the outcome.
+#[allow(private_interfaces)]
+pub struct GuardedWorkspace {
+    toolbox: Workspace,
+    expeditor: ::circuit_breaker::__private::Expeditor,
+}
+const _: () = {
+    use ::circuit_breaker as _cb;
+    #[allow(unused_imports)]
+    use _cb::__private::{
+        NotDated as _, ViaClassify as _, ViaDated as _, ViaDisplay as _, ViaError as _,
+    };
+    static __CB_ALTERNATIVES_0: [_cb::__private::AlternativeSpec; 1usize] = [
+        _cb::__private::StaticAlternative {
+            tool: "bash",
+            method: "rg or grep command",
+            degradation: _cb::__private::StaticDegradation::Unknown,
+        }
+            .spec(),
+    ];
+    static __CB_TOOLS: [_cb::__private::ToolSpec; 3usize] = [
+        _cb::__private::StaticTool {
+            name: "grep",
+            provides: "content search across files",
+            alternatives: &__CB_ALTERNATIVES_0,
+            fallback: "ask the user which files to examine",
+            threshold: _cb::__private::None,
+            probe_every: _cb::__private::None,
+            caches: false,
+        }
+            .spec(),
+        _cb::__private::StaticTool {
+            name: "bash",
+            provides: "command execution",
+            alternatives: &[],
+            fallback: "report commands that need to be run manually",
+            threshold: _cb::__private::None,
+            probe_every: _cb::__private::None,
+            caches: false,
+        }
+            .spec(),
+        _cb::__private::StaticTool {
+            name: "now",
+            provides: "the time",
+            alternatives: &[],
+            fallback: "ask the user for the time",
+            threshold: _cb::__private::None,
+            probe_every: _cb::__private::None,
+            caches: false,
+        }
+            .spec(),
+    ];
+    static __CB_MAP: _cb::__private::CapabilityMap = _cb::__private::static_map(
+        &__CB_TOOLS,
+    );
+    static __CB_ALL: [WorkspaceTool; 3usize] = [
+        WorkspaceTool::Grep,
+        WorkspaceTool::Bash,
+        WorkspaceTool::Now,
+    ];
+    const __CB_NAMES: [&str; 3usize] = ["grep", "bash", "now"];
+    const __CB_VARIANTS: [&str; 3usize] = ["Grep", "Bash", "Now"];
+    impl _cb::__private::core::cmp::PartialEq for WorkspaceTool {
+        fn eq(&self, other: &Self) -> bool {
+            (*self as u32) == (*other as u32)
+        }
+    }
+    impl _cb::__private::core::cmp::Eq for WorkspaceTool {}
+    impl _cb::__private::core::cmp::PartialOrd for WorkspaceTool {
+        fn partial_cmp(
+            &self,
+            other: &Self,
+        ) -> _cb::__private::core::option::Option<_cb::__private::core::cmp::Ordering> {
+            _cb::__private::Some(_cb::__private::core::cmp::Ord::cmp(self, other))
+        }
+    }
+    impl _cb::__private::core::cmp::Ord for WorkspaceTool {
+        fn cmp(&self, other: &Self) -> _cb::__private::core::cmp::Ordering {
+            _cb::__private::core::cmp::Ord::cmp(&(*self as u32), &(*other as u32))
+        }
+    }
+    impl _cb::__private::core::hash::Hash for WorkspaceTool {
+        fn hash<__H: _cb::__private::core::hash::Hasher>(&self, state: &mut __H) {
+            _cb::__private::core::hash::Hash::hash(&(*self as u32), state);
+        }
+    }
+    impl _cb::__private::core::fmt::Debug for WorkspaceTool {
+        fn fmt(
+            &self,
+            f: &mut _cb::__private::core::fmt::Formatter<'_>,
+        ) -> _cb::__private::core::fmt::Result {
+            f.write_str(__CB_VARIANTS[*self as usize])
+        }
+    }
+    impl WorkspaceTool {
+        /// Every tool, in capability-map order.
+        pub const ALL: [Self; 3usize] = [Self::Grep, Self::Bash, Self::Now];
+        /// The tool's name in the capability map.
+        pub const fn name(self) -> &'static str {
+            __CB_NAMES[self as usize]
+        }
+        /// The toolbox's capability map, checked at compile time.
+        pub fn capability_map() -> &'static _cb::__private::CapabilityMap {
+            &__CB_MAP
+        }
+    }
+    impl _cb::__private::ToolSet for WorkspaceTool {
+        const ALL: &'static [Self] = &__CB_ALL;
+        fn name(self) -> &'static str {
+            WorkspaceTool::name(self)
+        }
+        fn capability_map() -> &'static _cb::__private::CapabilityMap {
+            &__CB_MAP
+        }
+        fn policy() -> _cb::__private::Policy {
+            _cb::__private::declared_policy(
+                _cb::__private::Some(2u32),
+                _cb::__private::None,
+                _cb::__private::None,
+                _cb::__private::None,
+            )
+        }
+    }
+    impl _cb::__private::core::convert::From<WorkspaceTool> for _cb::__private::ToolId {
+        fn from(tool: WorkspaceTool) -> Self {
+            _cb::__private::ToolId::from_index(tool as u32)
+        }
+    }
+    impl _cb::__private::core::convert::From<WorkspaceTool> for _cb::__private::String {
+        fn from(tool: WorkspaceTool) -> Self {
+            _cb::__private::String::from(WorkspaceTool::name(tool))
+        }
+    }
+    impl _cb::__private::core::fmt::Display for WorkspaceTool {
+        fn fmt(
+            &self,
+            f: &mut _cb::__private::core::fmt::Formatter<'_>,
+        ) -> _cb::__private::core::fmt::Result {
+            f.pad(WorkspaceTool::name(*self))
+        }
+    }
+    impl _cb::__private::core::str::FromStr for WorkspaceTool {
+        type Err = _cb::__private::UnknownTool;
+        fn from_str(
+            name: &str,
+        ) -> _cb::__private::core::result::Result<Self, _cb::__private::UnknownTool> {
+            <Self as _cb::__private::ToolSet>::from_name(name)
+        }
+    }
+    impl _cb::__private::serde::Serialize for WorkspaceTool {
+        fn serialize<__S: _cb::__private::serde::Serializer>(
+            &self,
+            serializer: __S,
+        ) -> _cb::__private::core::result::Result<__S::Ok, __S::Error> {
+            _cb::__private::serialize_tool(WorkspaceTool::name(*self), serializer)
+        }
+    }
+    impl<'de> _cb::__private::serde::Deserialize<'de> for WorkspaceTool {
+        fn deserialize<__D: _cb::__private::serde::Deserializer<'de>>(
+            deserializer: __D,
+        ) -> _cb::__private::core::result::Result<Self, __D::Error> {
+            _cb::__private::deserialize_tool(deserializer)
+        }
+    }
+    #[allow(private_interfaces)]
+    impl GuardedWorkspace {
+        /// Wraps the toolbox with a fresh expeditor: the declared policy, every tool
+        /// CLOSED, the system clock.
+        pub fn new(toolbox: Workspace) -> Self {
+            Self::with_expeditor(toolbox, |builder| builder)
+        }
+        /// Wraps the toolbox with an expeditor configured by `configure`: a clock,
+        /// observers, another policy.
+        pub fn with_expeditor(
+            toolbox: Workspace,
+            configure: impl _cb::__private::core::ops::FnOnce(
+                _cb::__private::ExpeditorBuilder,
+            ) -> _cb::__private::ExpeditorBuilder,
+        ) -> Self {
+            let builder = <WorkspaceTool as _cb::__private::ToolSet>::expeditor_builder();
+            let expeditor = _cb::__private::expeditor(configure(builder));
+            Self { toolbox, expeditor }
+        }
+        /// The expeditor: breakers, budget, reports.
+        pub fn expeditor(&self) -> &_cb::__private::Expeditor {
+            &self.expeditor
+        }
+        /// The toolbox itself, unguarded.
+        pub fn toolbox(&self) -> &Workspace {
+            &self.toolbox
+        }
+        /// The toolbox itself, unguarded and mutable.
+        pub fn toolbox_mut(&mut self) -> &mut Workspace {
+            &mut self.toolbox
+        }
+        /// The toolbox and its expeditor, apart.
+        pub fn into_parts(self) -> (Workspace, _cb::__private::Expeditor) {
+            (self.toolbox, self.expeditor)
+        }
+        /// Searches file contents.
+        ///
+        /// Guarded `grep`: asks the expeditor first; see [the handle](Self).
+        pub fn grep(
+            &self,
+            pattern: &str,
+            under: Option<&str>,
+        ) -> _cb::__private::Outcome<Result<Vec<String>, std::io::Error>> {
+            match _cb::__private::plan(
+                &self.expeditor,
+                WorkspaceTool::Grep,
+                &[_cb::__private::ToolId::from(WorkspaceTool::Bash)],
+            ) {
+                _cb::__private::Plan::Primary(__cb_ticket) => {
+                    _cb::__private::finish_dated(
+                        &self.expeditor,
+                        __cb_ticket,
+                        _cb::__private::None,
+                        <Result<
+                            Vec<String>,
+                            std::io::Error,
+                        > as _cb::__private::ToolResult>::into_result(
+                            self.toolbox.grep(pattern, under),
+                        ),
+                        |__cb_error| {
+                            (&&&_cb::__private::Wrap(__cb_error)).__cb_failure()
+                        },
+                        |__cb_value| {
+                            (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
+                        },
+                    )
+                }
+                _cb::__private::Plan::Adapter {
+                    ticket: __cb_ticket,
+                    route: __cb_route,
+                    ..
+                } => {
+                    _cb::__private::finish_dated(
+                        &self.expeditor,
+                        __cb_ticket,
+                        _cb::__private::Some(__cb_route),
+                        <Result<
+                            Vec<String>,
+                            std::io::Error,
+                        > as _cb::__private::ToolResult>::into_result(
+                            self.toolbox.grep_with_rg(pattern, under),
+                        ),
+                        |__cb_error| {
+                            (&&&_cb::__private::Wrap(__cb_error)).__cb_failure()
+                        },
+                        |__cb_value| {
+                            (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
+                        },
+                    )
+                }
+                _cb::__private::Plan::Refuse(__cb_refusal) => {
+                    _cb::__private::Err(_cb::__private::CallError::Refused(__cb_refusal))
+                }
+            }
+        }
+        ///
+        /// Guarded `bash`: asks the expeditor first; see [the handle](Self).
+        pub async fn bash(
+            &self,
+            command: String,
+        ) -> _cb::__private::Outcome<Result<String, std::io::Error>> {
+            match _cb::__private::plan_direct(&self.expeditor, WorkspaceTool::Bash) {
+                _cb::__private::Ok(__cb_ticket) => {
+                    _cb::__private::finish_dated(
+                        &self.expeditor,
+                        __cb_ticket,
+                        _cb::__private::None,
+                        <Result<
+                            String,
+                            std::io::Error,
+                        > as _cb::__private::ToolResult>::into_result(
+                            self.toolbox.bash(command).await,
+                        ),
+                        |__cb_error| {
+                            (&&&_cb::__private::Wrap(__cb_error)).__cb_failure()
+                        },
+                        |__cb_value| {
+                            (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
+                        },
+                    )
+                }
+                _cb::__private::Err(__cb_refusal) => {
+                    _cb::__private::Err(_cb::__private::CallError::Refused(__cb_refusal))
+                }
+            }
+        }
+        ///
+        /// Guarded `now`: asks the expeditor first; see [the handle](Self).
+        pub fn now(&self) -> _cb::__private::Outcome<Result<u64, std::io::Error>> {
+            match _cb::__private::plan_direct(&self.expeditor, WorkspaceTool::Now) {
+                _cb::__private::Ok(__cb_ticket) => {
+                    _cb::__private::finish_dated(
+                        &self.expeditor,
+                        __cb_ticket,
+                        _cb::__private::None,
+                        <Result<
+                            u64,
+                            std::io::Error,
+                        > as _cb::__private::ToolResult>::into_result(
+                            <Workspace>::now(),
+                        ),
+                        |__cb_error| {
+                            (&&&_cb::__private::Wrap(__cb_error)).__cb_failure()
+                        },
+                        |__cb_value| {
+                            (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
+                        },
+                    )
+                }
+                _cb::__private::Err(__cb_refusal) => {
+                    _cb::__private::Err(_cb::__private::CallError::Refused(__cb_refusal))
+                }
+            }
+        }
+    }
+    #[derive(_cb::__private::serde::Deserialize, _cb::__private::schemars::JsonSchema)]
+    #[serde(crate = "_cb::__private::serde", deny_unknown_fields)]
+    #[schemars(crate = "_cb::__private::schemars")]
+    struct __CbArgsGrep {
+        /// The regular expression.
+        pattern: _cb::__private::String,
+        /// Only under this directory.
+        under: Option<_cb::__private::String>,
+    }
+    #[derive(_cb::__private::serde::Deserialize, _cb::__private::schemars::JsonSchema)]
+    #[serde(crate = "_cb::__private::serde", deny_unknown_fields)]
+    #[schemars(crate = "_cb::__private::schemars")]
+    struct __CbArgsBash {
+        command: String,
+    }
+    #[derive(_cb::__private::serde::Deserialize, _cb::__private::schemars::JsonSchema)]
+    #[serde(crate = "_cb::__private::serde", deny_unknown_fields)]
+    #[schemars(crate = "_cb::__private::schemars")]
+    struct __CbArgsNow {}
+    static __CB_DEFINITIONS: _cb::__private::Definitions = _cb::__private::Definitions::new();
+    impl _cb::__private::ToolDispatch for GuardedWorkspace {
+        fn definitions(&self) -> _cb::__private::Vec<_cb::__private::ToolDefinition> {
+            fn build() -> [_cb::__private::ToolDefinition; 3usize] {
+                [
+                    _cb::__private::definition::<
+                        __CbArgsGrep,
+                    >("grep", "content search across files\n\nSearches file contents."),
+                    _cb::__private::definition::<
+                        __CbArgsBash,
+                    >("bash", "command execution"),
+                    _cb::__private::definition::<__CbArgsNow>("now", "the time"),
+                ]
+            }
+            __CB_DEFINITIONS.get(build)
+        }
+        fn expeditor(&self) -> &_cb::__private::Expeditor {
+            &self.expeditor
+        }
+        fn dispatch<'__cb>(
+            &'__cb self,
+            name: &'__cb str,
+            arguments: _cb::__private::Value,
+        ) -> _cb::__private::ReplyFuture<'__cb> {
+            match name {
+                "grep" => {
+                    let __cb_args: __CbArgsGrep = match _cb::__private::arguments(
+                        arguments,
+                    ) {
+                        _cb::__private::Ok(__cb_args) => __cb_args,
+                        _cb::__private::Err(__cb_error) => {
+                            return _cb::__private::ready(
+                                _cb::__private::Reply::bad_arguments(
+                                    &self.expeditor,
+                                    name,
+                                    &__cb_error,
+                                ),
+                            );
+                        }
+                    };
+                    {
+                        let __cb_result = Self::grep(
+                            self,
+                            &__cb_args.pattern,
+                            __cb_args.under.as_deref(),
+                        );
+                        _cb::__private::ready(
+                            _cb::__private::json_reply(
+                                &self.expeditor,
+                                name,
+                                __cb_result,
+                            ),
+                        )
+                    }
+                }
+                "bash" => {
+                    let __cb_args: __CbArgsBash = match _cb::__private::arguments(
+                        arguments,
+                    ) {
+                        _cb::__private::Ok(__cb_args) => __cb_args,
+                        _cb::__private::Err(__cb_error) => {
+                            return _cb::__private::ready(
+                                _cb::__private::Reply::bad_arguments(
+                                    &self.expeditor,
+                                    name,
+                                    &__cb_error,
+                                ),
+                            );
+                        }
+                    };
+                    _cb::__private::boxed(async move {
+                        let __cb_result = Self::bash(self, __cb_args.command).await;
+                        _cb::__private::json_reply(&self.expeditor, name, __cb_result)
+                    })
+                }
+                "now" => {
+                    let __cb_args: __CbArgsNow = match _cb::__private::arguments(
+                        arguments,
+                    ) {
+                        _cb::__private::Ok(__cb_args) => __cb_args,
+                        _cb::__private::Err(__cb_error) => {
+                            return _cb::__private::ready(
+                                _cb::__private::Reply::bad_arguments(
+                                    &self.expeditor,
+                                    name,
+                                    &__cb_error,
+                                ),
+                            );
+                        }
+                    };
+                    {
+                        let __cb_result = Self::now(self);
+                        _cb::__private::ready(
+                            _cb::__private::json_reply(
+                                &self.expeditor,
+                                name,
+                                __cb_result,
+                            ),
+                        )
+                    }
+                }
+                _ => {
+                    _cb::__private::ready(
+                        _cb::__private::Reply::unknown_tool(&self.expeditor, name),
+                    )
+                }
+            }
+        }
+    }
+};
