@@ -41,6 +41,8 @@ pub mod policy;
 mod precheck;
 mod registry;
 pub mod report;
+#[cfg(feature = "rig")]
+pub mod rig;
 pub mod route;
 pub mod scope;
 pub mod snapshot;
