@@ -390,7 +390,8 @@ fn json_dispatch(checked: &Checked<'_>, handle_ident: &Ident) -> TokenStream {
             .map(|_| quote!(,));
         quote!(where #predicates #comma #self_ty: _cb::__private::core::marker::Send + _cb::__private::core::marker::Sync)
     };
-    quote! {
+    // Through the runtime's `json_dispatch!`: one clear error when its `json` feature is off.
+    quote! { _cb::__private::json_dispatch! {
         #structs
 
         static __CB_DEFINITIONS: _cb::__private::Definitions = _cb::__private::Definitions::new();
@@ -418,7 +419,7 @@ fn json_dispatch(checked: &Checked<'_>, handle_ident: &Ident) -> TokenStream {
                 }
             }
         }
-    }
+    } }
 }
 
 /// A tool's description for the model: its `provides` line, then its doc comment.

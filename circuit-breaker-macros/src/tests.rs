@@ -22,8 +22,43 @@ fn expand_file(path: &Path) -> String {
     errors.finish().expect("snapshot input has no mistakes");
     let checked = checked.expect("a checked model when there is no mistake");
     let tokens = crate::expand::expand(&checked);
-    let file: syn::File = syn::parse2(tokens).expect("expansion parses as a file");
+    let mut file: syn::File = syn::parse2(tokens).expect("expansion parses as a file");
+    unwrap_json_dispatch(&mut file);
     prettyplease::unparse(&file)
+}
+
+/// A `json` toolbox's items are generated inside `_cb::__private::json_dispatch! { .. }`
+/// (one clear error when the runtime's `json` feature is off), which prettyplease prints as
+/// raw tokens: the snapshot shows them unwrapped, as the feature on expands them.
+fn unwrap_json_dispatch(file: &mut syn::File) {
+    for item in &mut file.items {
+        let syn::Item::Const(item) = item else {
+            continue;
+        };
+        let syn::Expr::Block(block) = &mut *item.expr else {
+            continue;
+        };
+        let stmts = std::mem::take(&mut block.block.stmts);
+        for stmt in stmts {
+            match stmt {
+                syn::Stmt::Macro(m)
+                    if m.mac
+                        .path
+                        .segments
+                        .last()
+                        .is_some_and(|s| s.ident == "json_dispatch") =>
+                {
+                    let inner: syn::File =
+                        syn::parse2(m.mac.tokens).expect("json_dispatch! holds items");
+                    block
+                        .block
+                        .stmts
+                        .extend(inner.items.into_iter().map(syn::Stmt::Item));
+                }
+                stmt => block.block.stmts.push(stmt),
+            }
+        }
+    }
 }
 
 /// Whether the snapshots are to be rewritten: `UPDATE_EXPAND=1`, and nothing else.

@@ -279,6 +279,30 @@ impl IntoAvailability for Availability {
 
 // ----- `#[toolbox(json)]` (B8) ------------------------------------------------------------
 
+/// Wraps what `#[toolbox(json)]` generates: passed through with the `json` feature, one clear
+/// error without it (instead of one per missing item).
+#[cfg(feature = "json")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __cb_json_dispatch {
+    ($($generated:tt)*) => { $($generated)* };
+}
+
+/// Wraps what `#[toolbox(json)]` generates: passed through with the `json` feature, one clear
+/// error without it (instead of one per missing item).
+#[cfg(not(feature = "json"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __cb_json_dispatch {
+    ($($generated:tt)*) => {
+        ::core::compile_error!(
+            "#[toolbox(json)] needs the `json` feature of circuit-breaker (on by default): enable it in Cargo.toml, or remove `json` from #[toolbox(..)]"
+        );
+    };
+}
+
+pub use crate::__cb_json_dispatch as json_dispatch;
+
 #[cfg(feature = "json")]
 pub use crate::dispatch::{Reply, ReplyFuture, ToolDefinition, ToolDispatch};
 #[cfg(feature = "json")]
