@@ -33,9 +33,50 @@ impl Shell {
     }
 }
 
+/// A `json` toolbox (B8): its argument types derive serde's `Deserialize` and schemars'
+/// `JsonSchema` through `::cb` alone; this crate depends on neither.
+pub struct Notes;
+
+#[cb::toolbox(json, crate = ::cb)]
+impl Notes {
+    /// Lists the notes.
+    #[cb::tool(provides = "note listing", fallback = "ask the user for the notes")]
+    pub fn notes(
+        &self,
+        /// Only notes with this tag.
+        tag: Option<&str>,
+        /// At most this many.
+        limit: Option<u32>,
+    ) -> io::Result<Vec<String>> {
+        let notes = vec![format!("{} {limit:?}", tag.unwrap_or("all"))];
+        Ok(notes)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn b8_json_toolbox_through_the_renamed_crate() {
+        use cb::dispatch::ToolDispatch as _;
+        let notes = GuardedNotes::new(Notes);
+        let definitions = notes.definitions();
+        assert_eq!(definitions[0].name, "notes");
+        let properties = &definitions[0].input_schema["properties"];
+        assert_eq!(
+            properties["tag"]["description"].as_str(),
+            Some("Only notes with this tag.")
+        );
+        // `null` arguments: every parameter is optional.
+        let mut reply = notes.dispatch("notes", Default::default());
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let std::task::Poll::Ready(reply) = reply.as_mut().poll(&mut cx) else {
+            panic!("a sync tool's reply is ready at once");
+        };
+        assert!(!reply.is_error());
+        assert_eq!(reply.text(), r#"["all None"]"#);
+    }
 
     #[test]
     fn b2_renamed_crate_routes_through_the_alias() {
