@@ -146,6 +146,22 @@ pub fn parse(args: TokenStream, input: TokenStream, errors: &mut Accumulator) ->
             .with_span(&toolbox.item.self_ty),
         );
     }
+    let hint = rmcp_hint(toolbox.base.as_ref());
+    // rmcp's `#[tool_router]` below `#[toolbox]` would build its router from the impl we emit:
+    // from rmcp's `#[tool]`s left on our tools, calling the raw methods. Taken off here, so
+    // that this is the one error.
+    toolbox.item.attrs.retain(|a| {
+        let router = attr::is_tool_router_attr(a);
+        if router {
+            errors.push(
+                Error::custom(format!(
+                    "rmcp's `#[tool_router]` cannot share an impl with `#[toolbox]`: the router it builds calls the methods directly, around their circuit breakers; instead, {hint}"
+                ))
+                .with_span(&attr::attr_name_span(a)),
+            );
+        }
+        !router
+    });
     let krate = toolbox.args.krate.clone();
     let mut items = std::mem::take(&mut toolbox.item.items);
     for impl_item in &mut items {
@@ -155,6 +171,38 @@ pub fn parse(args: TokenStream, input: TokenStream, errors: &mut Accumulator) ->
                 let attrs = attr::take_tool_attrs(&mut method.attrs, krate.as_ref());
                 let mut attrs = attrs.into_iter();
                 if let Some(first) = attrs.next() {
+                    if attrs.len() == 0
+                        && let Some(key) = attr::rmcp_tool_key(&first)
+                    {
+                        // rmcp's `#[tool]`, imported and written plain: not one of ours.
+                        errors.push(
+                            Error::custom(format!(
+                                "`{}` is a key of rmcp's `#[tool]`, but a plain `#[tool]` in a `#[toolbox]` impl is circuit-breaker's (`provides = \"..\", fallback = \"..\"`; the description is the doc comment); for an rmcp tool, {hint}",
+                                attr::path_text(&key)
+                            ))
+                            .with_span(&key),
+                        );
+                        continue;
+                    }
+                    // Another framework's `tool` on one of ours (rmcp's `#[tool]`, stacked):
+                    // rmcp's router would call the raw method.
+                    method.attrs.retain(|a| {
+                        let foreign = attr::is_foreign_tool_attr(a);
+                        if foreign {
+                            let message = if a.path().is_ident("tool") {
+                                format!(
+                                    "this plain `#[tool]` is another framework's, since the method's tool attribute is `#[circuit_breaker::tool]`: rmcp's `#[tool]` on a tool of this toolbox registers the raw method, around its circuit breaker; instead, {hint}"
+                                )
+                            } else {
+                                format!(
+                                    "`#[{}]` on a tool of this toolbox registers the raw method, around its circuit breaker; instead, {hint}",
+                                    attr::path_text(a.path())
+                                )
+                            };
+                            errors.push(Error::custom(message).with_span(&attr::attr_name_span(a)));
+                        }
+                        !foreign
+                    });
                     let mut duplicated = false;
                     for extra in attrs {
                         duplicated = true;
@@ -177,8 +225,95 @@ pub fn parse(args: TokenStream, input: TokenStream, errors: &mut Accumulator) ->
             _ => {}
         }
     }
+    // rmcp's `#[tool_router]` above `#[toolbox]` has already run: its `ToolRouter` fn routes
+    // our tools (it claims every attribute whose last segment is `tool`) to the raw methods.
+    let tool_idents: Vec<Ident> = toolbox.tools.iter().map(|t| t.ident.clone()).collect();
+    for impl_item in &mut items {
+        let ImplItem::Fn(method) = impl_item else {
+            continue;
+        };
+        if tool_idents.contains(&method.sig.ident) || !returns_tool_router(&method.sig.output) {
+            continue;
+        }
+        let mut routed = Vec::new();
+        self_paths_to(
+            quote::ToTokens::to_token_stream(&method.block),
+            &tool_idents,
+            &mut routed,
+        );
+        if routed.is_empty() {
+            continue;
+        }
+        let routed = routed
+            .iter()
+            .map(|name| format!("`{name}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        errors.push(
+            Error::custom(format!(
+                "`{}()` routes {routed} to the raw method, around its circuit breaker (rmcp's `#[tool_router]` ran before `#[toolbox]` and took the tools' `#[tool]` for its own); instead, {hint}",
+                method.sig.ident
+            ))
+            .with_span(&method.sig.ident),
+        );
+        // Only an error is emitted: the body goes, so that it is the one error.
+        method.block = syn::parse_quote!({ ::core::unimplemented!() });
+    }
     toolbox.item.items = items;
     Some(toolbox)
+}
+
+/// What to do instead of composing rmcp's `#[tool_router]` / `#[tool]` with our tools.
+fn rmcp_hint(base: Option<&Ident>) -> String {
+    let guarded = format!(
+        "Guarded{}",
+        base.map_or_else(|| "Toolbox".to_owned(), Ident::to_string)
+    );
+    format!(
+        "serve the toolbox with `circuit_breaker::mcp::McpServer::new({guarded}::new(..))` (`#[toolbox(json)]`, feature `mcp`), or keep rmcp's `#[tool]` methods in a `#[tool_router]` impl of another type that calls the guarded handle `{guarded}`"
+    )
+}
+
+/// Whether a method returns rmcp's `ToolRouter<..>` (the fn `#[tool_router]` generates).
+fn returns_tool_router(output: &ReturnType) -> bool {
+    match output {
+        ReturnType::Type(_, ty) => match &**ty {
+            Type::Path(p) => p
+                .path
+                .segments
+                .last()
+                .is_some_and(|s| s.ident == "ToolRouter"),
+            _ => false,
+        },
+        ReturnType::Default => false,
+    }
+}
+
+/// The tools named as `Self::<tool>` in `tokens`, once each, in order.
+fn self_paths_to(tokens: TokenStream, tools: &[Ident], found: &mut Vec<Ident>) {
+    use proc_macro2::TokenTree;
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    for (i, token) in tokens.iter().enumerate() {
+        match token {
+            TokenTree::Group(g) => self_paths_to(g.stream(), tools, found),
+            TokenTree::Ident(this) if this == "Self" => {
+                if let [
+                    TokenTree::Punct(a),
+                    TokenTree::Punct(b),
+                    TokenTree::Ident(name),
+                    ..,
+                ] = &tokens[i + 1..]
+                    && a.as_char() == ':'
+                    && b.as_char() == ':'
+                    && tools.contains(name)
+                    && !found.contains(name)
+                {
+                    found.push(name.clone());
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// The last identifier of the impl's self type: `Workspace` for `Workspace<T>`.

@@ -390,6 +390,68 @@ pub fn take_tool_attrs(attrs: &mut Vec<Attribute>, krate: Option<&Path>) -> Vec<
     ours
 }
 
+/// Whether `attr` names a `tool` of another framework: `#[rmcp::tool]`, or a plain `#[tool]`
+/// left on a method by [`take_tool_attrs`] because its `#[circuit_breaker::tool]` is ours. rmcp's
+/// `#[tool_router]` claims every attribute whose last segment is `tool`.
+pub fn is_foreign_tool_attr(attr: &Attribute) -> bool {
+    attr.path()
+        .segments
+        .last()
+        .is_some_and(|s| s.ident == "tool")
+}
+
+/// Whether `attr` is rmcp's `#[tool_router]` (`#[tool_router]`, `#[rmcp::tool_router(..)]`).
+pub fn is_tool_router_attr(attr: &Attribute) -> bool {
+    attr.path()
+        .segments
+        .last()
+        .is_some_and(|s| s.ident == "tool_router")
+}
+
+/// The keys of rmcp's `#[tool(..)]` that are none of ours: a plain `#[tool]` with one of them
+/// and none of ours was meant as rmcp's.
+const RMCP_TOOL_KEYS: &[&str] = &[
+    "description",
+    "title",
+    "input_schema",
+    "output_schema",
+    "annotations",
+    "icons",
+    "meta",
+    "local",
+];
+
+/// The first key of rmcp's `#[tool(..)]` in a plain `#[tool(..)]` that has none of our keys
+/// (`name` is both frameworks'): the attribute was meant as rmcp's.
+pub fn rmcp_tool_key(attr: &Attribute) -> Option<Path> {
+    let syn::Meta::List(list) = &attr.meta else {
+        return None;
+    };
+    let items = NestedMeta::parse_meta_list(list.tokens.clone()).ok()?;
+    let paths: Vec<&Path> = items
+        .iter()
+        .filter_map(|item| match item {
+            NestedMeta::Meta(meta) => Some(meta.path()),
+            NestedMeta::NameValueInvalidExpr(nv) => Some(&nv.path),
+            NestedMeta::Lit(_) => None,
+        })
+        .collect();
+    let ours = paths.iter().any(|p| {
+        p.get_ident()
+            .is_some_and(|i| TOOL_KEYS.contains(&i.to_string().as_str()) && i != "name")
+    });
+    if ours {
+        return None;
+    }
+    paths
+        .into_iter()
+        .find(|p| {
+            p.get_ident()
+                .is_some_and(|i| RMCP_TOOL_KEYS.contains(&i.to_string().as_str()))
+        })
+        .cloned()
+}
+
 /// Removes and reports `#[tool]` on an item that is not a method.
 pub fn reject_tool_attrs(
     attrs: &mut Vec<Attribute>,

@@ -23,6 +23,14 @@ mod expand;
 
 /// Makes an inherent impl block a toolbox: every method marked `#[tool(..)]` becomes a tool
 /// with a circuit breaker. See the `circuit-breaker` crate for the grammar.
+///
+/// Other attributes are passed through untouched, with one exception: nothing may route a
+/// tool around its breaker. rmcp's `#[tool_router]` on the impl (above or below `#[toolbox]`:
+/// it claims every attribute whose last segment is `tool`), rmcp's `#[tool]` stacked on a tool,
+/// and a `ToolRouter` fn of the impl that routes a tool are compile errors. Serve the toolbox
+/// with `circuit_breaker::mcp::McpServer`, or keep rmcp's `#[tool]` methods in a
+/// `#[tool_router]` impl of another type whose methods call the guarded handle
+/// (`tests/ui/pass/rmcp-tool-router-beside-toolbox.rs`).
 #[proc_macro_attribute]
 pub fn toolbox(args: TokenStream, input: TokenStream) -> TokenStream {
     let mut errors = Error::accumulator();
