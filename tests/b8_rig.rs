@@ -20,8 +20,8 @@ use circuit_breaker::rig::rig_core::message::{ToolResult, UserContent};
 use circuit_breaker::rig::rig_core::tool::{ToolContext, ToolErrorKind};
 use circuit_breaker::{Policy, toolbox};
 use common::{assert_no_retry_invitation, block_on};
-use rig_agent::AgentBuilder;
 use rig_agent::tool::ToolSet;
+use rig_agent::{Agent, AgentBuilder};
 use rig_core::test_utils::{MockCompletionModel, MockTurn};
 use serde_json::json;
 
@@ -223,6 +223,21 @@ fn result_text(result: &ToolResult) -> String {
         .join("")
 }
 
+/// A rig agent on the scripted `model` whose tools are `tools`, listed as the offer says (the
+/// two lines of glue the README shows).
+fn agent_over<D: ToolDispatch + 'static>(
+    tools: &RigTools<D>,
+    model: &MockCompletionModel,
+) -> Agent {
+    AgentBuilder::new(model.clone())
+        .retrieved_tools(
+            tools.len(),
+            tools.index(),
+            ToolSet::from_dynamic_tools(tools.tools()),
+        )
+        .build()
+}
+
 /// An agent turn against rig's scripted model: it calls `search`, reads the result, and
 /// answers; the requests it was sent are what a provider would be sent.
 #[test]
@@ -233,13 +248,7 @@ fn b8_rig_agent_the_model_receives_the_value_and_the_offer() {
         MockTurn::tool_call("call-1", "search", json!({"query": "TODO"})),
         MockTurn::text("found them"),
     ]);
-    let agent = AgentBuilder::new(model.clone())
-        .retrieved_tools(
-            tools.len(),
-            tools.index(),
-            ToolSet::from_dynamic_tools(tools.tools()),
-        )
-        .build();
+    let agent = agent_over(&tools, &model);
     let response = block_on(agent.prompt("find the TODOs").max_turns(3).into_future()).unwrap();
     assert_eq!(response.output(), "found them");
 
@@ -264,13 +273,7 @@ fn b8_rig_agent_on_refusal_the_model_reads_the_note_and_the_offer_shrinks() {
         MockTurn::tool_call("call-1", "search", json!({"query": "TODO"})),
         MockTurn::text("search is down; which files should I read?"),
     ]);
-    let agent = AgentBuilder::new(model.clone())
-        .retrieved_tools(
-            tools.len(),
-            tools.index(),
-            ToolSet::from_dynamic_tools(tools.tools()),
-        )
-        .build();
+    let agent = agent_over(&tools, &model);
     block_on(agent.prompt("find the TODOs").max_turns(3).into_future()).unwrap();
 
     let requests = model.requests();
@@ -324,13 +327,7 @@ fn b8_rig_agent_while_paused_no_guarded_tool_is_listed() {
     let _ = block_on(tools.tools()[0].execute(json!({"query": "x"})));
     assert!(workspace.expeditor().paused().is_some());
     let model = MockCompletionModel::from_turns([MockTurn::text("stopping")]);
-    let agent = AgentBuilder::new(model.clone())
-        .retrieved_tools(
-            tools.len(),
-            tools.index(),
-            ToolSet::from_dynamic_tools(tools.tools()),
-        )
-        .build();
+    let agent = agent_over(&tools, &model);
     block_on(agent.prompt("find the TODOs").into_future()).unwrap();
     assert!(model.requests()[0].tools.is_empty());
 }
