@@ -569,3 +569,42 @@ fn b8_async_toolbox_is_dispatched() {
     assert_eq!(routed.meta()["severity"], "high");
     assert!(call(&agent, "fetch", json!({})).is_error());
 }
+
+/// B8: a toolbox whose tools are all sync has a plain `call(name, arguments) -> Reply`
+/// on its handle, no future to poll; it is the path `dispatch` takes, and it is guarded the
+/// same way (the failure is recorded, the model's mistake counted and not charged).
+#[test]
+fn b8_sync_toolbox_call_answers_at_once_on_the_guarded_path() {
+    let agent = agent();
+    let reply: Reply = agent.call("now", Value::Null);
+    assert_eq!(reply.value, Some(json!(42)));
+    assert_eq!(reply, call(&agent, "now", Value::Null));
+
+    let mistake = agent.call("nwo", Value::Null);
+    assert!(mistake.is_error());
+    assert!(
+        mistake.text().contains("Did you mean \"now\"?"),
+        "{}",
+        mistake.text()
+    );
+    assert_eq!(agent.expeditor().budget().status().consumed, 0);
+    assert!(
+        agent
+            .expeditor()
+            .state_table()
+            .to_string()
+            .contains("Model mistakes: 1 (1 unknown tool)")
+    );
+}
+
+/// B8: a toolbox with an async tool has `async fn call`, the same guarded path.
+#[test]
+fn b8_async_toolbox_call_awaits_the_guarded_path() {
+    let agent = GuardedWeb::new(Web {
+        down: AtomicBool::new(false),
+    });
+    let reply = block_on(agent.call("now", Value::Null));
+    assert_eq!(reply.value, Some(json!(7)));
+    let reply = block_on(agent.call("fetch", json!({"url": "x"})));
+    assert_eq!(reply.value, Some(json!("page x")));
+}

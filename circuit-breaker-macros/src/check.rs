@@ -220,8 +220,9 @@ pub fn check<'a>(toolbox: &'a Toolbox, errors: &mut Accumulator) -> Option<Check
     })
 }
 
-/// Methods of `ToolDispatch` that a tool method of the same name would shadow on the handle.
-const DISPATCH_METHODS: [&str; 3] = ["definitions", "dispatch", "offered"];
+/// The dispatcher's methods on the handle (its own `call`, and `ToolDispatch`'s): a tool
+/// method of the same name would clash with or shadow them.
+const DISPATCH_METHODS: [&str; 4] = ["call", "definitions", "dispatch", "offered"];
 
 /// A tool of a `json` toolbox (B8): called through `&self` (the dispatcher shares the
 /// handle), not generic over types, and every parameter with an owned form to decode.
@@ -253,7 +254,12 @@ fn check_json(toolbox: &Toolbox, tool: &Tool, errors: &mut Accumulator) -> Vec<J
     if DISPATCH_METHODS.contains(&ident.as_str()) {
         errors.push(
             Error::custom(format!(
-                "a tool method of a `#[toolbox(json)]` cannot be called `{ident}`: the guarded handle's `{ident}` would hide `ToolDispatch::{ident}`; rename the method and keep the tool's name with `name = \"{}\"`",
+                "a tool method of a `#[toolbox(json)]` cannot be called `{ident}`: {}; rename the method and keep the tool's name with `name = \"{}\"`",
+                if ident == "call" {
+                    "the guarded handle has a method `call(name, arguments)` of its own".to_owned()
+                } else {
+                    format!("the guarded handle's `{ident}` would hide `ToolDispatch::{ident}`")
+                },
                 tool.name
             ))
             .with_span(&tool.ident),

@@ -297,6 +297,14 @@ fn json_dispatch(checked: &Checked<'_>, handle_ident: &Ident) -> TokenStream {
     let mut structs = TokenStream::new();
     let mut definitions = Vec::new();
     let mut arms = Vec::new();
+    // All tools sync: `call` answers at once, and `dispatch` is `call` in a ready future.
+    // Any async: every arm is a future, and `call` awaits `dispatch`.
+    let asynchronous = checked.tools.iter().any(|t| t.tool.sig.is_async());
+    let wrap = if asynchronous {
+        quote!(_cb::__private::ready)
+    } else {
+        quote!()
+    };
     for tool in &checked.tools {
         let args_ident = format_ident!("__CbArgs{}", tool.variant);
         let fields = tool
@@ -363,7 +371,7 @@ fn json_dispatch(checked: &Checked<'_>, handle_ident: &Ident) -> TokenStream {
         } else {
             quote! {{
                 let __cb_result = #call;
-                _cb::__private::ready(#reply)
+                #wrap(#reply)
             }}
         };
         arms.push(quote! {
@@ -371,7 +379,7 @@ fn json_dispatch(checked: &Checked<'_>, handle_ident: &Ident) -> TokenStream {
                 let #binding: #args_ident = match _cb::__private::arguments(arguments) {
                     _cb::__private::Ok(__cb_args) => __cb_args,
                     _cb::__private::Err(__cb_error) => {
-                        return _cb::__private::ready(_cb::__private::Reply::bad_arguments(&self.expeditor, name, &__cb_error));
+                        return #wrap(_cb::__private::Reply::bad_arguments(&self.expeditor, name, &__cb_error));
                     }
                 };
                 #answer
@@ -389,6 +397,38 @@ fn json_dispatch(checked: &Checked<'_>, handle_ident: &Ident) -> TokenStream {
             .filter(|p| !p.empty_or_trailing())
             .map(|_| quote!(,));
         quote!(where #predicates #comma #self_ty: _cb::__private::core::marker::Send + _cb::__private::core::marker::Sync)
+    };
+    let arms = quote! {
+        match name {
+            #(#arms)*
+            _ => #wrap(_cb::__private::Reply::unknown_tool(&self.expeditor, name)),
+        }
+    };
+    let (dispatch_body, call) = if asynchronous {
+        let call = quote! {
+            /// Calls the tool `name` with JSON `arguments` through the guarded path, as the
+            /// typed method does: decide, call or route, record (B8). A name that is no tool,
+            /// or arguments that do not parse, are the model's mistakes: answered, counted,
+            /// never charged.
+            pub async fn call(&self, name: &str, arguments: _cb::__private::Value) -> _cb::__private::Reply {
+                _cb::__private::ToolDispatch::dispatch(self, name, arguments).await
+            }
+        };
+        (arms, call)
+    } else {
+        let call = quote! {
+            /// Calls the tool `name` with JSON `arguments` through the guarded path, as the
+            /// typed method does: decide, call or route, record (B8). A name that is no tool,
+            /// or arguments that do not parse, are the model's mistakes: answered, counted,
+            /// never charged. Every tool is sync, so the reply comes back at once.
+            pub fn call(&self, name: &str, arguments: _cb::__private::Value) -> _cb::__private::Reply {
+                #arms
+            }
+        };
+        (
+            quote!(_cb::__private::ready(Self::call(self, name, arguments))),
+            call,
+        )
     };
     // Through the runtime's `json_dispatch!`: one clear error when its `json` feature is off.
     quote! { _cb::__private::json_dispatch! {
@@ -413,11 +453,12 @@ fn json_dispatch(checked: &Checked<'_>, handle_ident: &Ident) -> TokenStream {
                 name: &'__cb str,
                 arguments: _cb::__private::Value,
             ) -> _cb::__private::ReplyFuture<'__cb> {
-                match name {
-                    #(#arms)*
-                    _ => _cb::__private::ready(_cb::__private::Reply::unknown_tool(&self.expeditor, name)),
-                }
+                #dispatch_body
             }
+        }
+
+        impl #impl_generics #handle_ident #ty_generics #where_clause {
+            #call
         }
     } }
 }

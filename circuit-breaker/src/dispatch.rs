@@ -5,7 +5,9 @@
 //! guarded handle, an implementation of [`ToolDispatch`]: [`definitions`](ToolDispatch::definitions)
 //! of every tool, the [`offered`](ToolDispatch::offered) ones (only those a model may call now),
 //! and [`dispatch`](ToolDispatch::dispatch), which runs the same guarded path as the typed
-//! method: decide, call or route, record.
+//! method: decide, call or route, record. The handle also has `call(name, arguments)`, the
+//! same path without a boxed future: a plain method returning the [`Reply`] when every tool is
+//! sync, an `async fn` when any is async.
 //!
 //! Every call gives one [`Reply`], which every adapter (MCP, rig, your own loop) maps from: the
 //! value (serialised), whether it is an error, and the note for the model — the route taken

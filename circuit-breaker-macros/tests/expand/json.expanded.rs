@@ -478,4 +478,17 @@ const _: () = {
             }
         }
     }
+    impl GuardedWorkspace {
+        /// Calls the tool `name` with JSON `arguments` through the guarded path, as the
+        /// typed method does: decide, call or route, record (B8). A name that is no tool,
+        /// or arguments that do not parse, are the model's mistakes: answered, counted,
+        /// never charged.
+        pub async fn call(
+            &self,
+            name: &str,
+            arguments: _cb::__private::Value,
+        ) -> _cb::__private::Reply {
+            _cb::__private::ToolDispatch::dispatch(self, name, arguments).await
+        }
+    }
 };

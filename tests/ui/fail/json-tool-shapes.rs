@@ -1,5 +1,6 @@
 // A tool of a `#[toolbox(json)]` is called through a shared handle, with arguments of one
-// concrete type, and must not hide `ToolDispatch`'s own methods on the handle.
+// concrete type, and must not hide `ToolDispatch`'s own methods on the handle nor clash with
+// its `call(name, arguments)`.
 use std::io;
 
 use circuit_breaker::toolbox;
@@ -21,6 +22,11 @@ impl Counter {
 
     #[tool(provides = "dispatching", fallback = "route by hand")]
     fn dispatch(&self) -> io::Result<u32> {
+        Ok(0)
+    }
+
+    #[tool(name = "Call", provides = "calling", fallback = "call by hand")]
+    fn call(&self) -> io::Result<u32> {
         Ok(0)
     }
 }
