@@ -198,3 +198,63 @@ fn b4_an_observer_can_call_back_into_the_expeditor_without_deadlock() {
         ]
     );
 }
+
+/// Wakes the thread that waits on a future.
+struct Unpark(thread::Thread);
+
+impl std::task::Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// B4: a watch resolves once a command changed something, woken by the thread that made the
+/// change (no runtime, no polling loop); the healthy path and steps leave it pending; changes
+/// made while no one waited are seen at once, together.
+#[test]
+fn b4_watch_is_woken_by_a_change_and_not_by_the_healthy_path() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+
+    let expeditor = Arc::new(
+        Expeditor::builder(seed_map())
+            .clock(clock())
+            .build()
+            .unwrap(),
+    );
+    let mut watch = expeditor.watch();
+    let waker = Waker::from(Arc::new(Unpark(thread::current())));
+    let mut cx = Context::from_waker(&waker);
+
+    // A success on a CLOSED tool and a step change nothing a watch sees.
+    succeed(&expeditor, "Grep");
+    expeditor.advance_step();
+    assert!(!watch.has_changed());
+    {
+        let mut changed = std::pin::pin!(watch.changed());
+        assert!(changed.as_mut().poll(&mut cx).is_pending());
+
+        // Another thread fails a tool: this thread is woken, and the future is ready.
+        let other = Arc::clone(&expeditor);
+        let failing = thread::spawn(move || fail(&other, "Bash", "permission denied"));
+        loop {
+            if let Poll::Ready(()) = changed.as_mut().poll(&mut cx) {
+                break;
+            }
+            thread::park_timeout(Duration::from_secs(10));
+        }
+        failing.join().unwrap();
+    }
+    assert!(!watch.has_changed());
+
+    // Changes while no one waits: seen at once, as one.
+    fail(&expeditor, "Bash", "permission denied");
+    fail(&expeditor, "Bash", "permission denied"); // opened
+    assert!(watch.has_changed());
+    let mut changed = std::pin::pin!(watch.changed());
+    assert!(changed.as_mut().poll(&mut cx).is_ready());
+    assert_eq!(
+        expeditor.state(id(&expeditor, "Bash")),
+        Some(CircuitState::Open)
+    );
+}

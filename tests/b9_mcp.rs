@@ -261,6 +261,33 @@ async fn a_circuit_opening_shrinks_the_list_and_a_probe_brings_the_tool_back() {
     client.cancel().await.expect("close");
 }
 
+/// B9: the offer changed by something other than this client — the toolbox's typed methods
+/// in the same process — is announced all the same, with no call from the client.
+#[tokio::test]
+async fn a_change_made_outside_the_server_is_announced_without_a_call() {
+    let (client, mut changes, guarded) = in_process().await;
+    assert_eq!(listed(&client).await, ["grep", "read", "count_words"]);
+    guarded.toolbox().faults.break_tool("grep", None);
+    for _ in 0..3 {
+        assert!(guarded.grep("Deploy").is_err());
+    }
+    list_changed(&mut changes).await;
+    assert_eq!(listed(&client).await, ["read", "count_words"]);
+
+    // Brought back outside the server too: a new cycle does not close a circuit, a probe does.
+    guarded.toolbox().faults.heal("grep");
+    for _ in 0..3 {
+        assert!(guarded.grep("Deploy").is_ok(), "routed, then probed");
+    }
+    assert_eq!(
+        guarded.expeditor().state(notes::NotebookTool::Grep),
+        Some(CircuitState::Closed)
+    );
+    list_changed(&mut changes).await;
+    assert_eq!(listed(&client).await, ["grep", "read", "count_words"]);
+    client.cancel().await.expect("close");
+}
+
 #[tokio::test]
 async fn a_pause_empties_the_list_and_refusals_are_results() {
     let (client, mut changes, guarded) = in_process().await;

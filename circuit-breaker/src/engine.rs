@@ -183,6 +183,16 @@ pub(crate) struct Changes {
 }
 
 impl Changes {
+    /// Whether the command changed anything a reader could see.
+    pub(crate) fn changed_anything(&self) -> bool {
+        !self.events.is_empty()
+            || !matches!(self.dirty, Dirty::None)
+            || !self.registered.is_empty()
+            || !self.attempts.is_empty()
+            || !self.successes.is_empty()
+            || self.step.is_some()
+    }
+
     pub(crate) fn touch(&mut self, tool: ToolId) {
         self.dirty = match self.dirty {
             Dirty::None => Dirty::One(tool),

@@ -21,7 +21,7 @@ use crate::capability::{CapabilityMap, MapError, MapErrors, ToolSpec};
 use crate::cascade::SystemicEvent;
 use crate::clock::{SystemClock, Timestamp, WallClock};
 use crate::engine::{Changes, Engine, MAX_TOOLS, Verdict};
-use crate::event::{Event, Observer};
+use crate::event::Observer;
 use crate::failure::{Failure, FailureCategory};
 use crate::freshness::{Freshness, FreshnessProfile, Observation};
 use crate::mirror::{Mirror, OpenCheck, Slot, View};
@@ -30,6 +30,7 @@ use crate::precheck::Availability;
 use crate::report::{ModelNote, PauseReport, StateTable, ToolOffer};
 use crate::route::{Route, Routes};
 use crate::scope::{ScopeError, ScopeReport, Task};
+use crate::signal::Signal;
 use crate::snapshot::{RestoreError, Snapshot};
 use crate::sync::{AtomicU64, CachePadded, Mutex, MutexGuard, Ordering};
 
@@ -73,6 +74,8 @@ pub struct Expeditor {
     policy: Policy,
     clock: Arc<dyn WallClock>,
     observers: Box<[Arc<dyn Observer>]>,
+    /// Moved after every command that changed something, for [`Watch`]es.
+    changed: Signal,
     engine: CachePadded<Mutex<Engine>>,
 }
 
@@ -148,6 +151,7 @@ impl ExpeditorBuilder {
             engine: CachePadded(Mutex::new(Engine::new(self.policy, self.clock.now()))),
             clock: self.clock,
             observers: self.observers.into_boxed_slice(),
+            changed: Signal::default(),
         };
         let specs = self.map.tools().to_vec();
         expeditor.command(|engine, changes, _| engine.register(specs, changes));
@@ -389,6 +393,30 @@ impl Pause<'_> {
     }
 }
 
+/// A watch on an expeditor's state ([`Expeditor::watch`]).
+#[derive(Debug, Clone)]
+pub struct Watch<'a> {
+    signal: &'a Signal,
+    seen: u64,
+}
+
+impl Watch<'_> {
+    /// Resolves once the state changed since this watch was made or last resolved; at once
+    /// when it already has. Changes while no one waits are not lost: they are seen together.
+    pub fn changed(&mut self) -> impl Future<Output = ()> + Send + '_ {
+        std::future::poll_fn(move |cx| {
+            self.signal.poll_changed(self.seen, cx).map(|now| {
+                self.seen = now;
+            })
+        })
+    }
+
+    /// Whether the state changed since this watch was made or last resolved.
+    pub fn has_changed(&self) -> bool {
+        self.signal.version() != self.seen
+    }
+}
+
 impl Expeditor {
     // ----- the one way state changes ----------------------------------------------------
 
@@ -406,17 +434,21 @@ impl Expeditor {
             }
             out
         };
-        self.notify(&changes.events);
+        self.notify(&changes);
         out
     }
 
-    /// The hook: sees every event after the lock is released.
-    fn notify(&self, events: &[Event]) {
-        for event in events {
+    /// The hook: sees every event after the lock is released, then wakes the watches when
+    /// anything changed.
+    fn notify(&self, changes: &Changes) {
+        for event in &changes.events {
             event.trace();
             for observer in &self.observers {
                 observer.on_event(event);
             }
+        }
+        if changes.changed_anything() {
+            self.changed.bump();
         }
     }
 
@@ -712,6 +744,21 @@ impl Expeditor {
     pub fn offer(&self) -> ToolOffer {
         let engine = self.lock();
         ToolOffer::build(self.view(&engine))
+    }
+
+    /// A watch on this expeditor's state: [`Watch::changed`] resolves once a command has
+    /// changed something — a transition, a failure recorded, a precheck, a pause, a cycle —
+    /// since the watch was made or last resolved. For a view that follows the run (the tools
+    /// offered to a model, a live state table) without polling: look again when it resolves.
+    ///
+    /// Needs no async runtime: the future is woken by the thread that made the change. The
+    /// healthy path (a success on a CLOSED tool) and `advance_step` change nothing a watch
+    /// sees; they never touch it.
+    pub fn watch(&self) -> Watch<'_> {
+        Watch {
+            signal: &self.changed,
+            seen: self.changed.version(),
+        }
     }
 
     /// Counts a model's own mistake (B8): a name that is no tool, arguments that do not parse.

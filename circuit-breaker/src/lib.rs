@@ -45,6 +45,7 @@ pub mod report;
 pub mod rig;
 pub mod route;
 pub mod scope;
+mod signal;
 pub mod snapshot;
 mod sync;
 pub mod toolbox;

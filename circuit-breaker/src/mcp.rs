@@ -17,10 +17,12 @@
 //!   degradation, freshness). A failure, a refusal or a model's own mistake (a name that is no
 //!   tool, arguments that do not parse) is an `isError` result the model reads, never a
 //!   JSON-RPC error: those are left to rmcp for protocol misuse.
-//! - `notifications/tools/list_changed` is sent when a tool leaves or re-enters the offer:
-//!   after every call, and when the client says it is initialized, the offered names are
-//!   compared with those the client was last told (by a `tools/list` answer or a
-//!   notification).
+//! - `notifications/tools/list_changed` is sent when a tool leaves or re-enters the offer,
+//!   whatever changed it: a call through this server, a call through another session or the
+//!   typed methods of the same toolbox, a precheck, a new cycle. After every call, and
+//!   whenever the expeditor's state changes ([`Expeditor::watch`](crate::Expeditor::watch);
+//!   a task per session, ended with the session), the offered names are compared with those
+//!   the client was last told (by a `tools/list` answer or a notification).
 //!
 //! A call the client cancels (`notifications/cancelled`) is dropped where it waits: its
 //! ticket is dropped, which the expeditor records as a cancellation, never as a failure.
@@ -70,8 +72,40 @@ pub struct McpServer<D> {
     dispatch: Arc<D>,
     implementation: Implementation,
     instructions: Option<String>,
-    /// The offered names the client was last told of: `None` before it was told any.
+    /// This connection's own: what its client was told, and the end of its watcher.
+    session: Arc<Session>,
+}
+
+/// One connection's memory: the offered names its client was last told of (`None` before it
+/// was told any), and the signal that ends its watcher when the server value is dropped.
+#[derive(Default)]
+struct Session {
     announced: Mutex<Option<Vec<String>>>,
+    closed: tokio::sync::Notify,
+}
+
+impl Session {
+    fn announced(&self) -> std::sync::MutexGuard<'_, Option<Vec<String>>> {
+        self.announced
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Remembers `names` as told; whether they differ from what the client was told before
+    /// (never, before it was told anything).
+    fn tell(&self, names: Vec<String>) -> bool {
+        let mut announced = self.announced();
+        let changed = announced.as_ref().is_some_and(|told| *told != names);
+        *announced = Some(names);
+        changed
+    }
+}
+
+impl<D> Drop for McpServer<D> {
+    fn drop(&mut self) {
+        // A permit for the watcher, should it not be waiting yet.
+        self.session.closed.notify_one();
+    }
 }
 
 impl<D: ToolDispatch + 'static> McpServer<D> {
@@ -86,7 +120,7 @@ impl<D: ToolDispatch + 'static> McpServer<D> {
             dispatch,
             implementation: Implementation::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
             instructions: None,
-            announced: Mutex::new(None),
+            session: Arc::default(),
         }
     }
 
@@ -139,36 +173,51 @@ impl<D: ToolDispatch + 'static> McpServer<D> {
 
     /// The names offered now, remembered as told to the client.
     fn announce(&self) {
-        let names = self.offered_names();
-        *self.announced() = Some(names);
+        self.session.tell(offered_names(&*self.dispatch));
     }
 
     /// Tells the client, if the offer changed since it was last told.
     async fn notify_if_changed(&self, peer: &Peer<RoleServer>) {
-        let changed = {
-            let mut announced = self.announced();
-            let names = self.offered_names();
-            let changed = announced.as_ref().is_some_and(|told| *told != names);
-            *announced = Some(names);
-            changed
-        };
-        if changed && let Err(error) = peer.notify_tool_list_changed().await {
-            tracing::debug!(%error, "tools/list_changed not delivered");
-        }
+        notify_if_changed(&*self.dispatch, &self.session, peer).await;
     }
 
-    fn offered_names(&self) -> Vec<String> {
-        self.dispatch
-            .offered()
-            .into_iter()
-            .map(|definition| definition.name)
-            .collect()
+    /// Watches the expeditor for this session until the server value is dropped or the
+    /// transport closes: a change of the offer made anywhere is announced.
+    fn spawn_watcher(&self, peer: Peer<RoleServer>) {
+        let (dispatch, session) = (Arc::clone(&self.dispatch), Arc::clone(&self.session));
+        tokio::spawn(async move {
+            let mut watch = dispatch.expeditor().watch();
+            loop {
+                tokio::select! {
+                    () = watch.changed() => {}
+                    () = session.closed.notified() => break,
+                }
+                if peer.is_transport_closed() {
+                    break;
+                }
+                notify_if_changed(&*dispatch, &session, &peer).await;
+            }
+        });
     }
+}
 
-    fn announced(&self) -> std::sync::MutexGuard<'_, Option<Vec<String>>> {
-        self.announced
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+fn offered_names(dispatch: &impl ToolDispatch) -> Vec<String> {
+    dispatch
+        .offered()
+        .into_iter()
+        .map(|definition| definition.name)
+        .collect()
+}
+
+async fn notify_if_changed(
+    dispatch: &impl ToolDispatch,
+    session: &Session,
+    peer: &Peer<RoleServer>,
+) {
+    if session.tell(offered_names(dispatch))
+        && let Err(error) = peer.notify_tool_list_changed().await
+    {
+        tracing::debug!(%error, "tools/list_changed not delivered");
     }
 }
 
@@ -178,7 +227,7 @@ impl<D> Clone for McpServer<D> {
             dispatch: Arc::clone(&self.dispatch),
             implementation: self.implementation.clone(),
             instructions: self.instructions.clone(),
-            announced: Mutex::new(None),
+            session: Arc::default(),
         }
     }
 }
@@ -218,6 +267,7 @@ impl<D: ToolDispatch + 'static> ServerHandler for McpServer<D> {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         self.notify_if_changed(&context.peer).await;
+        self.spawn_watcher(context.peer);
     }
 
     async fn list_tools(
@@ -226,7 +276,8 @@ impl<D: ToolDispatch + 'static> ServerHandler for McpServer<D> {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let offered = self.dispatch.offered();
-        *self.announced() = Some(offered.iter().map(|d| d.name.clone()).collect());
+        self.session
+            .tell(offered.iter().map(|d| d.name.clone()).collect());
         // The offer changes as circuits open and close: never cache it.
         Ok(ListToolsResult::with_all_items(offered.iter().map(to_tool).collect()).with_ttl_ms(0))
     }
