@@ -1,0 +1,252 @@
+"""SPEC B9 with another SDK's client: the official Python MCP SDK (PyPI `mcp`) drives the
+example server (`examples/mcp_server`) over stdio.
+
+    python_client.py PATH/TO/mcp_server
+
+spawns the server with `--break grep --fail-calls 3`, walks the same path as
+`tests/b9_mcp.rs` (initialize, tools/list, a call answered, three failures opening grep's
+circuit, `notifications/tools/list_changed`, the shrunk list, grep routed, a model's mistake)
+and prints one JSON object per step on stdout. Any check that does not hold ends the script
+with exit status 1 and the reason on stderr. Run by `tests/b9_python_client.rs`.
+
+Written against the SDK's public client API only (`ClientSession`, `stdio_client`,
+`StdioServerParameters`, `message_handler`), which mcp 1.x and 2.x share.
+"""
+
+import json
+import sys
+
+import anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+WAIT = 10  # seconds for any one step
+
+
+class Failed(Exception):
+    """A check that does not hold."""
+
+
+def check(condition, message):
+    if not condition:
+        raise Failed(message)
+
+
+def observed(step, **facts):
+    print(json.dumps({"step": step, **facts}), flush=True)
+
+
+def field(model, snake, camel):
+    """A field by its 2.x name (snake_case) or its 1.x name (the wire's camelCase)."""
+    return getattr(model, snake) if hasattr(model, snake) else getattr(model, camel)
+
+
+def is_error(result):
+    return field(result, "is_error", "isError")
+
+
+def text_of(result):
+    check(len(result.content) == 1, f"one content block: {result!r}")
+    block = result.content[0]
+    check(block.type == "text", f"text content: {block!r}")
+    return block.text
+
+
+def meta_of(result):
+    # The SDK's CallToolResult has `_meta` as the field `meta` (alias `_meta`).
+    check(isinstance(result.meta, dict), f"_meta on every result: {result!r}")
+    return result.meta
+
+
+async def call(session, name, arguments):
+    # A tool's failure, a refusal or a model's mistake is a result, never a JSON-RPC error:
+    # the SDK raises on a JSON-RPC error, so an exception here fails the run.
+    try:
+        with anyio.fail_after(WAIT):
+            return await session.call_tool(name, arguments)
+    except Exception as error:
+        raise Failed(f"tools/call {name} must be a result, not {type(error).__name__}: {error}")
+
+
+async def names(session):
+    with anyio.fail_after(WAIT):
+        listed = await session.list_tools()
+    return [tool.name for tool in listed.tools], listed.tools
+
+
+async def run(server):
+    list_changed = anyio.Event()
+    notifications = []
+
+    async def on_message(message):
+        # 2.x hands the notification itself; 1.x a ServerNotification wrapping it in `.root`
+        # (and requests from the server as RequestResponder, which have no `method`).
+        inner = getattr(message, "root", message)
+        method = getattr(inner, "method", None)
+        if isinstance(message, Exception):
+            notifications.append(f"exception: {message!r}")
+        elif method is not None:
+            notifications.append(method)
+            if method == "notifications/tools/list_changed":
+                list_changed.set()
+
+    params = StdioServerParameters(
+        command=server, args=["--break", "grep", "--fail-calls", "3"]
+    )
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, message_handler=on_message) as session:
+            with anyio.fail_after(WAIT):
+                init = await session.initialize()
+            server_info = field(init, "server_info", "serverInfo")
+            tools_capability = init.capabilities.tools
+            list_changed_capability = tools_capability and field(
+                tools_capability, "list_changed", "listChanged"
+            )
+            observed(
+                "initialize",
+                protocol_version=field(init, "protocol_version", "protocolVersion"),
+                server_name=server_info.name,
+                server_version=server_info.version,
+                tools_list_changed=list_changed_capability,
+            )
+            check(server_info.name == "notebook", f"serverInfo: {server_info!r}")
+            check(
+                list_changed_capability is True,
+                f"tools.listChanged: {init.capabilities!r}",
+            )
+
+            listed, tools = await names(session)
+            observed("tools/list", names=listed)
+            check(listed == ["grep", "read", "count_words"], f"the offer: {listed}")
+            for tool in tools:
+                check(tool.description, f"{tool.name} has a description")
+                schema = field(tool, "input_schema", "inputSchema")
+                check(schema.get("type") == "object", f"{tool.name}'s schema: {schema}")
+                check(schema.get("required"), f"{tool.name}'s schema requires: {schema}")
+            grep = tools[0]
+            grep_schema = field(grep, "input_schema", "inputSchema")
+            check(
+                grep.description
+                == "content search across notes\n\n"
+                "Answers the paths of the notes whose text contains `pattern`.",
+                f"grep's description: {grep.description!r}",
+            )
+            check(
+                grep_schema
+                == {
+                    "type": "object",
+                    "properties": {
+                        "pattern": {"type": "string", "description": "the text to look for"}
+                    },
+                    "required": ["pattern"],
+                    "additionalProperties": False,
+                },
+                f"grep's schema: {grep_schema}",
+            )
+
+            result = await call(session, "count_words", {"text": "one two"})
+            meta = meta_of(result)
+            observed("count_words", is_error=is_error(result), text=text_of(result), meta=meta)
+            check(is_error(result) is False, f"count_words answered: {result!r}")
+            check(text_of(result) == "2", f"count_words text: {text_of(result)!r}")
+            check(meta.get("outcome") == "answered", f"count_words _meta: {meta}")
+            check(meta.get("circuit_state") == "CLOSED", f"count_words _meta: {meta}")
+
+            # A model's mistake (a tool that does not exist) is an isError result with a
+            # suggestion, not a JSON-RPC error.
+            result = await call(session, "gerp", {"pattern": "staging"})
+            meta = meta_of(result)
+            note = text_of(result)
+            observed("model mistake", tool="gerp", is_error=is_error(result), text=note, meta=meta)
+            check(is_error(result) is True, f"gerp isError: {result!r}")
+            check('Did you mean "grep"?' in note, f"gerp note: {note!r}")
+            check(meta.get("outcome") == "model_mistake", f"gerp _meta: {meta}")
+
+            for attempt in (1, 2, 3):
+                check(not list_changed.is_set(), f"no list_changed yet: {notifications}")
+                result = await call(session, "grep", {"pattern": "staging"})
+                meta = meta_of(result)
+                note = text_of(result)
+                observed(
+                    "grep failed", attempt=attempt, is_error=is_error(result), text=note, meta=meta
+                )
+                check(is_error(result) is True, f"grep #{attempt} isError: {result!r}")
+                check(note.startswith("grep failed: "), f"grep #{attempt} note: {note!r}")
+                check(meta.get("outcome") == "failed", f"grep #{attempt} _meta: {meta}")
+                state = "OPEN" if attempt == 3 else "CLOSED"
+                check(meta.get("circuit_state") == state, f"grep #{attempt} _meta: {meta}")
+            check(
+                note.endswith("Its circuit is now OPEN: do not call grep again in this task."),
+                f"the third note says the circuit opened: {note!r}",
+            )
+
+            try:
+                with anyio.fail_after(WAIT):
+                    await list_changed.wait()
+            except TimeoutError:
+                raise Failed(f"no notifications/tools/list_changed in {WAIT} s: {notifications}")
+            observed("notification", methods=notifications)
+
+            listed, _ = await names(session)
+            observed("tools/list", names=listed)
+            check(listed == ["read", "count_words"], f"grep left the offer: {listed}")
+
+            # Called anyway (a client with an old list): answered through read. (The SDK, asked
+            # for a tool its last list lacks, lists again and logs "Tool grep not listed by
+            # server, cannot validate any structured content" on stderr: harmless.)
+            result = await call(session, "grep", {"pattern": "staging"})
+            meta = meta_of(result)
+            note = text_of(result)
+            observed("grep routed", is_error=is_error(result), text=note, meta=meta)
+            check(is_error(result) is False, f"grep routed: {result!r}")
+            check(meta.get("outcome") == "answered", f"routed _meta: {meta}")
+            check(meta.get("route") == "alternative", f"routed _meta: {meta}")
+            check(meta.get("routed_to") == "read", f"routed _meta: {meta}")
+            check(
+                meta.get("degradation") == "loses the index: every note is read in full",
+                f"routed _meta: {meta}",
+            )
+            check("degradation: loses the index" in note, f"routed note: {note!r}")
+
+            # The same slip now: grep is off the offer, so the note suggests only what is on it.
+            result = await call(session, "gerp", {"pattern": "staging"})
+            meta = meta_of(result)
+            note = text_of(result)
+            observed("model mistake", tool="gerp", is_error=is_error(result), text=note, meta=meta)
+            check(is_error(result) is True, f"gerp isError: {result!r}")
+            check(meta.get("outcome") == "model_mistake", f"gerp _meta: {meta}")
+            check(
+                note == 'There is no tool named "gerp". Tools you may call: read, count_words.',
+                f"gerp note with grep OPEN: {note!r}",
+            )
+
+    observed("done", ok=True)
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(f"usage: {sys.argv[0]} PATH/TO/mcp_server", file=sys.stderr)
+        return 2
+    try:
+        anyio.run(run, sys.argv[1])
+    except BaseException as error:  # the SDK's task groups wrap it in exception groups
+        failure = first_failure(error)
+        if failure is None:
+            raise
+        print(f"python_client.py: FAILED: {failure}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def first_failure(error):
+    if isinstance(error, Failed):
+        return error
+    for inner in getattr(error, "exceptions", ()):
+        found = first_failure(inner)
+        if found is not None:
+            return found
+    return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())
