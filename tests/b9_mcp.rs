@@ -322,17 +322,30 @@ async fn a_pause_empties_the_list_and_refusals_are_results() {
 }
 
 #[tokio::test]
-async fn model_mistakes_are_results_with_did_you_mean_and_never_charged() {
+async fn model_mistakes_are_answered_with_did_you_mean_and_never_charged() {
     let (client, mut changes, guarded) = in_process().await;
-    let unknown = call(&client, "grpe", json!({ "pattern": "x" })).await;
-    assert_eq!(unknown.is_error, Some(true));
+    // A tool that does not exist: the spec's protocol error (-32602), the note as message.
+    let unknown = client
+        .call_tool(
+            CallToolRequestParams::new("grpe").with_arguments(args(json!({ "pattern": "x" }))),
+        )
+        .await
+        .expect_err("an unknown tool is a JSON-RPC error");
+    let rmcp::ServiceError::McpError(error) = unknown else {
+        panic!("a JSON-RPC error, not {unknown:?}");
+    };
+    assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
     assert_eq!(
-        text(&unknown),
+        error.message,
         "There is no tool named \"grpe\". Did you mean \"grep\"? Tools you may call: grep, \
          read, count_words."
     );
-    assert_eq!(meta(&unknown, "outcome"), Some("model_mistake"));
+    assert_eq!(
+        error.data.as_ref().and_then(|d| d["outcome"].as_str()),
+        Some("model_mistake")
+    );
 
+    // Arguments that do not fit the schema: a tool execution error (isError), for the model.
     let bad = call(&client, "read", json!({ "file": "notes/deploy.md" })).await;
     assert_eq!(bad.is_error, Some(true));
     assert_eq!(meta(&bad, "outcome"), Some("model_mistake"));

@@ -14,9 +14,12 @@
 //!   route, record. The [`Reply`] becomes a `CallToolResult`: `isError` is
 //!   [`Reply::is_error`], the one text content is [`Reply::text`] (the value, then the note
 //!   for the model), and `_meta` is [`Reply::meta`] (outcome, circuit state, route,
-//!   degradation, freshness). A failure, a refusal or a model's own mistake (a name that is no
-//!   tool, arguments that do not parse) is an `isError` result the model reads, never a
-//!   JSON-RPC error: those are left to rmcp for protocol misuse.
+//!   degradation, freshness). A failure, a refusal, or arguments that do not fit the tool's
+//!   schema are an `isError` result the model reads (the spec's tool execution errors, input
+//!   validation among them). A name that is no tool is the spec's protocol error: JSON-RPC
+//!   `-32602` (invalid params) whose message is the same note ("did you mean", what is
+//!   offered) and whose `data` is the reply's `_meta`; it is counted as the model's mistake
+//!   and charged to nothing, like any other.
 //! - `notifications/tools/list_changed` is sent when a tool leaves or re-enters the offer,
 //!   whatever changed it: a call through this server, a call through another session or the
 //!   typed methods of the same toolbox, a precheck, a new cycle. After every call, and
@@ -57,7 +60,7 @@ use rmcp::service::{NotificationContext, Peer, QuitReason, RequestContext, RoleS
 use rmcp::{ErrorData, RmcpError, ServerHandler, ServiceExt as _};
 use serde_json::Value;
 
-use crate::dispatch::{Reply, ToolDefinition, ToolDispatch};
+use crate::dispatch::{ModelMistake, Reply, ReplyOutcome, ToolDefinition, ToolDispatch};
 
 /// The rmcp this crate is built against, for the types of a transport or a client.
 pub use rmcp;
@@ -309,6 +312,16 @@ impl<D: ToolDispatch + 'static> ServerHandler for McpServer<D> {
         };
         self.notify_if_changed(&context.peer).await;
         match reply {
+            // The spec's protocol error for a tool that does not exist.
+            Some(
+                reply @ Reply {
+                    outcome: ReplyOutcome::Mistake(ModelMistake::UnknownTool { .. }),
+                    ..
+                },
+            ) => Err(ErrorData::invalid_params(
+                reply.text(),
+                Some(Value::Object(reply.meta())),
+            )),
             Some(reply) => Ok(to_call_tool_result(&reply).into()),
             None => Err(ErrorData::internal_error(
                 format!("the call to {} was cancelled", request.name),

@@ -58,8 +58,22 @@ def meta_of(result):
     return result.meta
 
 
+async def call_unknown(session, name, arguments):
+    """A call to a tool that does not exist: the SDK raises the server's JSON-RPC error
+    (`MCPError` in 2.x, `McpError` in 1.x; both carry `.error`, the ErrorData)."""
+    try:
+        with anyio.fail_after(WAIT):
+            result = await session.call_tool(name, arguments)
+    except Exception as error:
+        data = getattr(error, "error", None)
+        check(data is not None, f"{name}: a JSON-RPC error, not {error!r}")
+        return data
+    raise Failed(f"{name}: a JSON-RPC error, not a result: {result!r}")
+
+
 async def call(session, name, arguments):
-    # A tool's failure, a refusal or a model's mistake is a result, never a JSON-RPC error:
+    # A tool's failure, a refusal or arguments that do not fit are a result, never a JSON-RPC
+    # error:
     # the SDK raises on a JSON-RPC error, so an exception here fails the run.
     try:
         with anyio.fail_after(WAIT):
@@ -152,15 +166,15 @@ async def run(server):
             check(meta.get("outcome") == "answered", f"count_words _meta: {meta}")
             check(meta.get("circuit_state") == "CLOSED", f"count_words _meta: {meta}")
 
-            # A model's mistake (a tool that does not exist) is an isError result with a
-            # suggestion, not a JSON-RPC error.
-            result = await call(session, "gerp", {"pattern": "staging"})
-            meta = meta_of(result)
-            note = text_of(result)
-            observed("model mistake", tool="gerp", is_error=is_error(result), text=note, meta=meta)
-            check(is_error(result) is True, f"gerp isError: {result!r}")
-            check('Did you mean "grep"?' in note, f"gerp note: {note!r}")
-            check(meta.get("outcome") == "model_mistake", f"gerp _meta: {meta}")
+            # A tool that does not exist is the spec's protocol error (-32602, invalid params),
+            # its message the note for the model with a suggestion; data carries the _meta.
+            error = await call_unknown(session, "gerp", {"pattern": "staging"})
+            observed("unknown tool", tool="gerp", code=error.code, message=error.message)
+            check(error.code == -32602, f"gerp error code: {error.code}")
+            check('Did you mean "grep"?' in error.message, f"gerp message: {error.message!r}")
+            check(
+                (error.data or {}).get("outcome") == "model_mistake", f"gerp data: {error.data!r}"
+            )
 
             for attempt in (1, 2, 3):
                 check(not list_changed.is_set(), f"no list_changed yet: {notifications}")
@@ -209,15 +223,13 @@ async def run(server):
             check("degradation: loses the index" in note, f"routed note: {note!r}")
 
             # The same slip now: grep is off the offer, so the note suggests only what is on it.
-            result = await call(session, "gerp", {"pattern": "staging"})
-            meta = meta_of(result)
-            note = text_of(result)
-            observed("model mistake", tool="gerp", is_error=is_error(result), text=note, meta=meta)
-            check(is_error(result) is True, f"gerp isError: {result!r}")
-            check(meta.get("outcome") == "model_mistake", f"gerp _meta: {meta}")
+            error = await call_unknown(session, "gerp", {"pattern": "staging"})
+            observed("unknown tool", tool="gerp", code=error.code, message=error.message)
+            check(error.code == -32602, f"gerp error code: {error.code}")
             check(
-                note == 'There is no tool named "gerp". Tools you may call: read, count_words.',
-                f"gerp note with grep OPEN: {note!r}",
+                error.message
+                == 'There is no tool named "gerp". Tools you may call: read, count_words.',
+                f"gerp message with grep OPEN: {error.message!r}",
             )
 
     observed("done", ok=True)
