@@ -376,6 +376,32 @@ impl BreakerRecord {
         }
     }
 
+    /// Its server was found unreachable (B10): the failure is written down and the circuit
+    /// opens at `step`, whatever its state (a probe in flight is void: its server is down).
+    pub(crate) fn go_down(&mut self, at: Timestamp, step: u64, failure: Failure) {
+        self.consecutive_failures = self.consecutive_failures.saturating_add(1);
+        self.total_failures = self.total_failures.saturating_add(1);
+        if self.recent_failures.len() == RUN_MEMORY {
+            self.recent_failures.remove(0);
+        }
+        self.recent_failures.push(failure.clone());
+        self.last_failure = Some(FailureMark { at, step, failure });
+        self.probe = None;
+        self.open(step);
+    }
+
+    /// Its server was reached again by another tool's probe (B10): CLOSED, as after a
+    /// successful probe of its own.
+    pub(crate) fn come_up(&mut self) {
+        self.probe = None;
+        self.state = CircuitState::Closed;
+        self.consecutive_failures = 0;
+        self.recent_failures.clear();
+        self.opened_at_step = None;
+        self.attempts_since_open = 0;
+        self.backoff = 0;
+    }
+
     /// A probe ticket dropped unrecorded: a cancellation, neither success nor failure. It
     /// frees the half-open slot so the next attempt can probe.
     pub(crate) fn cancel(&mut self, via: Via) -> Option<Transition> {

@@ -295,6 +295,10 @@ pub struct ToolSpec {
     /// The tool's documentation says it caches: its results are labelled UNVERIFIED (R6.2).
     #[serde(default, skip_serializing_if = "is_false")]
     caches: bool,
+    /// The server the tool lives on (an MCP server, say): its tools are one group, down
+    /// together when the server cannot be reached (B10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    server: Option<Text>,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
@@ -317,6 +321,7 @@ impl ToolSpec {
                 threshold: None,
                 probe_every: None,
                 caches: false,
+                server: None,
             },
         }
     }
@@ -340,6 +345,7 @@ impl ToolSpec {
             threshold,
             probe_every,
             caches,
+            server: None,
         }
     }
 
@@ -386,6 +392,12 @@ impl ToolSpec {
     /// Whether the tool is declared as caching: its results are labelled UNVERIFIED (R6.2).
     pub fn is_caching(&self) -> bool {
         self.caches
+    }
+
+    /// The server the tool lives on, if it is one of a group (B10): when a call finds the
+    /// server unreachable, every tool of the same server goes down with it, as one event.
+    pub fn server(&self) -> Option<&str> {
+        self.server.as_deref()
     }
 
     /// Critical: no tool alternative exists (R1.3).
@@ -451,6 +463,15 @@ impl ToolSpecBuilder {
     /// UNVERIFIED with its date (R6.2).
     pub fn caches(mut self, caches: bool) -> Self {
         self.spec.caches = caches;
+        self
+    }
+
+    /// Puts the tool on `server` (an MCP server's name, say): the tools of one server are a
+    /// group, taken down together, as one event charged once, when a call finds the server
+    /// unreachable ([`Failure::server_unreachable`](crate::Failure::server_unreachable)), and
+    /// brought back together by one successful probe (B10).
+    pub fn server(mut self, server: impl Into<Text>) -> Self {
+        self.spec.server = Some(server.into());
         self
     }
 

@@ -37,6 +37,7 @@ use serde::{Deserialize, Serialize};
 use crate::breaker::{BreakerRecord, CircuitState};
 use crate::clock::Timestamp;
 use crate::failure::FailureCategory;
+use crate::group::Groups;
 use crate::id::ToolId;
 
 /// One systemic failure: the tools it took down, their shared signature, the suspected cause.
@@ -121,13 +122,14 @@ fn opened_by_infrastructure(record: &BreakerRecord) -> bool {
 /// The circuits other than `tool` that correlate with a `category` failure at `step` by
 /// the same-category rule: not CLOSED, their run sharing `category` (an infrastructure one),
 /// their last failure at most `window` steps before `step`.
-fn partners(
+fn partners<'a>(
     tool: ToolId,
     category: FailureCategory,
-    records: &[BreakerRecord],
+    records: &'a [BreakerRecord],
+    groups: &'a Groups,
     step: u64,
     window: u64,
-) -> impl Iterator<Item = ToolId> + '_ {
+) -> impl Iterator<Item = ToolId> + 'a {
     // A tool-local category has no partner: nothing is looked at.
     let looked_at = if category.is_infrastructure() {
         records.len()
@@ -140,7 +142,8 @@ fn partners(
         .enumerate()
         .filter_map(|(i, r)| Some((ToolId::from_index(u32::try_from(i).ok()?), r)))
         .filter(move |&(id, r)| {
-            id != tool
+            // Tools of one server are one unit: its outage is one event, never a cascade.
+            !groups.same_unit(id, tool)
                 && r.state() != CircuitState::Closed
                 && category_of(r) == Some(category)
                 && r.last_failure()
@@ -158,10 +161,11 @@ pub(crate) fn may_correlate(
     tool: ToolId,
     category: FailureCategory,
     records: &[BreakerRecord],
+    groups: &Groups,
     step: u64,
     window: u64,
 ) -> bool {
-    partners(tool, category, records, step, window)
+    partners(tool, category, records, groups, step, window)
         .next()
         .is_some()
 }
@@ -179,6 +183,7 @@ impl Cascade {
         &mut self,
         tool: ToolId,
         records: &[BreakerRecord],
+        groups: &Groups,
         step: u64,
         window: u64,
     ) -> Option<Vec<ToolId>> {
@@ -193,7 +198,8 @@ impl Cascade {
         self.openings.push(Opening { tool, step });
         // A second circuit with the same infrastructure category, failing within the window.
         if let Some(c) = category_of(record) {
-            let mut involved: Vec<ToolId> = partners(tool, c, records, step, window).collect();
+            let mut involved: Vec<ToolId> =
+                partners(tool, c, records, groups, step, window).collect();
             if !involved.is_empty() {
                 involved.push(tool);
                 return Some(involved);
@@ -211,7 +217,11 @@ impl Cascade {
             .map(|o| o.tool)
             .filter(|&id| open(id))
             .collect();
-        (recent.len() >= 3).then_some(recent)
+        // Counted by unit: the tools of one server are one.
+        let mut units: Vec<(bool, usize)> = recent.iter().map(|&id| groups.unit(id)).collect();
+        units.sort_unstable();
+        units.dedup();
+        (units.len() >= 3).then_some(recent)
     }
 
     /// Starts an event over `involved`.

@@ -29,6 +29,7 @@ use crate::clock::Timestamp;
 use crate::event::Event;
 use crate::failure::{Failure, FailureCategory};
 use crate::freshness::{Freshness, FreshnessProfile, FreshnessTracker, Observation};
+use crate::group::{Groups, Outage, ServerLine, ServerOutage};
 use crate::id::ToolId;
 use crate::policy::Policy;
 use crate::precheck::{Availability, Precheck};
@@ -233,6 +234,8 @@ pub(crate) struct Engine {
     shares: Option<Vec<u32>>,
     /// The model's own mistakes this cycle (B8).
     mistakes: MistakeCount,
+    /// Servers as groups of tools (B10).
+    groups: Groups,
 }
 
 impl ToolView for Engine {
@@ -263,6 +266,7 @@ impl Engine {
             deferred: None,
             shares: None,
             mistakes: MistakeCount::default(),
+            groups: Groups::default(),
         }
     }
 
@@ -420,6 +424,7 @@ impl Engine {
                 );
             }
             self.records.push(BreakerRecord::default());
+            self.groups.register(id, def.spec.server());
             self.defs.push(Arc::clone(&def));
             changes.registered.push((id, def));
             changes.touch(id);
@@ -499,6 +504,14 @@ impl Engine {
             // tool still reaches HALF-OPEN below when its probe is due.
             return Verdict::Skip(SkipReason::Unavailable);
         }
+        // A server that is down is probed by one of its tools at a time (B10).
+        if self
+            .groups
+            .outage_of(tool)
+            .is_some_and(|o| o.probing.is_some_and(|p| p != tool))
+        {
+            return Verdict::Skip(SkipReason::ProbeInFlight);
+        }
         let interval = self.probe_interval(tool);
         let settings = self.defs[i].settings;
         let record = &mut self.records[i];
@@ -514,7 +527,12 @@ impl Engine {
         }
         match verdict {
             Breaker::Call => Verdict::Call,
-            Breaker::Probe(epoch) => Verdict::Probe(epoch),
+            Breaker::Probe(epoch) => {
+                if let Some(outage) = self.outage_mut(tool) {
+                    outage.probing = Some(tool);
+                }
+                Verdict::Probe(epoch)
+            }
             Breaker::SkipOpen => Verdict::Skip(SkipReason::Open),
             Breaker::SkipProbeInFlight => Verdict::Skip(SkipReason::ProbeInFlight),
         }
@@ -537,11 +555,16 @@ impl Engine {
             changes
                 .events
                 .push(transition_event(&self.defs[i], record, t));
+            // Its probe reached its server: the tools the outage took down come back (B10).
+            if t == Transition::Closed && self.groups.outage_of(tool).is_some() {
+                self.server_up(tool, changes);
+            }
             // A tool that recovered is checked again before it is held back (R10.3).
             if t == Transition::Closed && self.prechecks[i].gated() {
                 self.prechecks[i].result = None;
             }
         }
+        let record = &self.records[i];
         let recovered = record.state == CircuitState::Closed && record.consecutive_failures == 0;
         let name = self.defs[i].spec.name();
         // Failures held as possibly systemic were this tool's own after all (R9.4).
@@ -575,6 +598,24 @@ impl Engine {
         let name = def.spec.name();
         let during_event = self.cascade.active();
         let category = failure.category();
+        if let Some(outage) = self.groups.outage_of(tool) {
+            let live_probe = matches!(via, Via::Probe(epoch)
+                if self.records[i].state == CircuitState::HalfOpen
+                    && self.records[i].probe == Some(epoch));
+            if !live_probe && failure.is_server_unreachable() {
+                // A call sent before the outage was known, failing with it: the outage's
+                // failure, written down and charged once already (R9.4).
+                let _ = outage;
+                return self.recorded(i);
+            }
+            if live_probe && !failure.is_server_unreachable() {
+                // The probe's own failure: its server answered, so it is up again; the tool
+                // itself re-opens below.
+                self.server_up(tool, changes);
+            }
+        } else if failure.is_server_unreachable() && self.groups.of(tool).is_some() {
+            return self.server_down(tool, &failure, step, now, changes);
+        }
         // A failure matching an OPEN circuit's category may be part of a systemic event:
         // it is held uncharged until that is known (R9.4). Only a CLOSED tool's failure can
         // open a circuit that starts an event; a failed probe or a late call on an OPEN tool
@@ -586,6 +627,7 @@ impl Engine {
                     tool,
                     category,
                     &self.records,
+                    &self.groups,
                     step,
                     self.policy.cascade_window(),
                 ));
@@ -610,6 +652,27 @@ impl Engine {
         if let Some(t) = transition {
             changes.events.push(transition_event(&def, record, t));
         }
+        // A failed probe of a server still unreachable: the tools its outage took down wait
+        // another interval with it, and the next probe may be any of them.
+        if transition == Some(Transition::Reopened)
+            && let Some(outage) = self.outage_mut(tool)
+        {
+            outage.probing = None;
+            let others: Vec<ToolId> = outage
+                .tools
+                .iter()
+                .copied()
+                .filter(|&t| t != tool)
+                .collect();
+            for other in others {
+                if let Some(record) = self.records.get_mut(other.index() as usize) {
+                    record.opened_at_step = Some(step);
+                    record.attempts_since_open = 0;
+                    changes.attempts.push((other, 0));
+                    changes.touch(other);
+                }
+            }
+        }
         // Only a circuit leaving CLOSED can start a cascade: a failed probe re-opens a tool
         // already counted (and, after a confirmed recovery, is the backoff at work).
         if transition == Some(Transition::Opened)
@@ -617,21 +680,198 @@ impl Engine {
             && self.policy.cascade_detection()
         {
             let window = self.policy.cascade_window();
-            if let Some(involved) = self.cascade.on_open(tool, &self.records, step, window) {
+            if let Some(involved) =
+                self.cascade
+                    .on_open(tool, &self.records, &self.groups, step, window)
+            {
                 self.start_systemic(involved, step, now, changes);
             }
         }
         if exhausted_now {
             self.exhaust(changes);
         }
+        Recorded {
+            opened,
+            ..self.recorded(i)
+        }
+    }
+
+    /// The servers, in the order their first tool was registered, for the reports (B10).
+    pub(crate) fn servers(&self) -> Vec<ServerLine> {
+        let names = |tools: &[ToolId]| -> Vec<String> {
+            tools
+                .iter()
+                .filter_map(|&t| self.name(t).map(str::to_owned))
+                .collect()
+        };
+        self.groups
+            .groups
+            .iter()
+            .map(|g| ServerLine {
+                server: g.name.to_string(),
+                tools: names(&g.members),
+                outage: g.outage.as_ref().map(|o| ServerOutage {
+                    step: o.step,
+                    message: o.message.clone(),
+                    tools: names(&o.tools),
+                }),
+            })
+            .collect()
+    }
+
+    /// The tools on `server`, in map order (empty when no tool is on it).
+    pub(crate) fn server_tools(&self, server: &str) -> Vec<ToolId> {
+        self.groups
+            .groups
+            .iter()
+            .find(|g| &*g.name == server)
+            .map(|g| g.members.clone())
+            .unwrap_or_default()
+    }
+
+    /// What a tool's record and the budget say now, for [`Recorded`].
+    fn recorded(&self, i: usize) -> Recorded {
         let record = &self.records[i];
         Recorded {
             state: record.state,
             consecutive_failures: record.consecutive_failures,
-            opened,
+            opened: false,
             budget: self.budget.status(),
             paused: self.halt.is_some(),
         }
+    }
+
+    fn outage_mut(&mut self, tool: ToolId) -> Option<&mut Outage> {
+        let g = self.groups.of(tool)?;
+        self.groups.groups[g]
+            .outage
+            .as_mut()
+            .filter(|o| o.tools.contains(&tool))
+    }
+
+    /// A call of `tool` found its server unreachable (B10): every tool of the server that
+    /// was working opens at once — one outage, one event naming the server, the failure
+    /// charged once. A tool already OPEN on its own keeps its own breaker. Other servers'
+    /// tools go on; only when another server (or tool) fails the same way within the cascade
+    /// window is it the systemic event of R9, with the server as one unit.
+    fn server_down(
+        &mut self,
+        tool: ToolId,
+        failure: &Failure,
+        step: u64,
+        now: Timestamp,
+        changes: &mut Changes,
+    ) -> Recorded {
+        let i = tool.index() as usize;
+        let Some(g) = self.groups.of(tool) else {
+            return self.recorded(i);
+        };
+        let name = self.defs[i].spec.name().to_owned();
+        let during_event = self.cascade.active();
+        let pending = during_event
+            || (self.policy.cascade_detection()
+                && may_correlate(
+                    tool,
+                    failure.category(),
+                    &self.records,
+                    &self.groups,
+                    step,
+                    self.policy.cascade_window(),
+                ));
+        let exhausted_now = self
+            .budget
+            .charge(&name, failure.clone(), step, now, pending);
+        if during_event {
+            self.cascade.join(tool, &name);
+            self.budget.absorb_last();
+        }
+        let members = self.groups.groups[g].members.clone();
+        let mut down = Vec::with_capacity(members.len());
+        for member in members {
+            let Some(record) = self.records.get_mut(member.index() as usize) else {
+                continue;
+            };
+            if member == tool || record.state != CircuitState::Open {
+                record.go_down(now, step, failure.clone());
+                changes.attempts.push((member, 0));
+                changes.touch(member);
+                down.push(member);
+            }
+        }
+        let tools = down
+            .iter()
+            .filter_map(|&t| self.name(t).map(str::to_owned))
+            .collect();
+        self.groups.groups[g].outage = Some(Outage {
+            tools: down.clone(),
+            found_by: tool,
+            step,
+            message: failure.summary().into_owned(),
+            probing: None,
+        });
+        self.shares = None;
+        changes.events.push(Event::ServerDown {
+            server: self.groups.groups[g].name.to_string(),
+            tools,
+            message: failure.summary().into_owned(),
+        });
+        if !during_event && self.policy.cascade_detection() {
+            let window = self.policy.cascade_window();
+            if let Some(mut involved) =
+                self.cascade
+                    .on_open(tool, &self.records, &self.groups, step, window)
+            {
+                for member in down {
+                    if !involved.contains(&member) {
+                        involved.push(member);
+                    }
+                }
+                self.start_systemic(involved, step, now, changes);
+            }
+        }
+        if exhausted_now {
+            self.exhaust(changes);
+        }
+        Recorded {
+            opened: true,
+            ..self.recorded(i)
+        }
+    }
+
+    /// `tool`'s probe reached its server again (B10): the tools its outage took down are
+    /// CLOSED, `tool` by its own transition, the others here; one event names the server.
+    fn server_up(&mut self, tool: ToolId, changes: &mut Changes) {
+        let Some(g) = self.groups.of(tool) else {
+            return;
+        };
+        let Some(outage) = self.groups.groups[g].outage.take() else {
+            return;
+        };
+        for &member in &outage.tools {
+            if member == tool {
+                continue;
+            }
+            let i = member.index() as usize;
+            if let Some(record) = self.records.get_mut(i) {
+                record.come_up();
+                changes.attempts.push((member, 0));
+                changes.touch(member);
+            }
+            if let Some(precheck) = self.prechecks.get_mut(i)
+                && precheck.gated()
+            {
+                precheck.result = None;
+            }
+        }
+        let tools = outage
+            .tools
+            .iter()
+            .filter_map(|&t| self.name(t).map(str::to_owned))
+            .collect();
+        changes.events.push(Event::ServerUp {
+            server: self.groups.groups[g].name.to_string(),
+            tools,
+        });
     }
 
     /// A probe ticket dropped unrecorded frees the half-open slot.
@@ -641,6 +881,12 @@ impl Engine {
             return;
         };
         if let Some(t) = record.cancel(via) {
+            if let Some(outage) = self.outage_mut(tool)
+                && outage.probing == Some(tool)
+            {
+                outage.probing = None;
+            }
+            let record = &self.records[i];
             changes.touch(tool);
             changes
                 .events
@@ -683,9 +929,12 @@ impl Engine {
             .iter()
             .filter_map(|id| {
                 let record = self.records.get(id.index() as usize)?;
+                // A tool its server's outage took down without a call of its own has one
+                // failure fewer on the ledger than in its run (B10).
+                let forced = u32::from(self.groups.forced(*id));
                 Some((
                     *names.get(id.index() as usize)?,
-                    record.consecutive_failures,
+                    record.consecutive_failures.saturating_sub(forced),
                 ))
             })
             .collect();
@@ -1223,6 +1472,9 @@ impl Engine {
         }
         self.budget = budget;
         self.cascade = Cascade::default();
+        // The records say what is OPEN; an outage in force is not in a snapshot, so the
+        // restored tools of a server probe on their own.
+        self.groups.clear_outages();
         self.shares = None;
         if let Some(event) = &snapshot.systemic {
             self.cascade.involved = event.tools.iter().filter_map(|t| self.id(t)).collect();

@@ -86,6 +86,23 @@ pub enum Event {
         /// Why.
         reason: String,
     },
+    /// A call found a server unreachable (B10): every tool of it that was working is OPEN at
+    /// once, one event charged once to the budget; tools on other servers go on.
+    ServerDown {
+        /// The server.
+        server: String,
+        /// Its tools taken down, in map order.
+        tools: Vec<String>,
+        /// The error that found it unreachable.
+        message: String,
+    },
+    /// A probe reached the server again (B10): the tools its outage took down are CLOSED.
+    ServerUp {
+        /// The server.
+        server: String,
+        /// Its tools brought back, in map order.
+        tools: Vec<String>,
+    },
     /// A saved state was restored (R3.7).
     Restored {
         /// Tools in the snapshot.
@@ -112,6 +129,8 @@ impl Event {
             Event::RecoveryConfirmed => "recovery_confirmed",
             Event::AvailabilityChanged { .. } => "availability_changed",
             Event::SubTaskDeferred { .. } => "subtask_deferred",
+            Event::ServerDown { .. } => "server_down",
+            Event::ServerUp { .. } => "server_up",
         }
     }
 
@@ -130,7 +149,9 @@ impl Event {
             | Event::Restored { .. }
             | Event::Systemic { .. }
             | Event::RecoveryConfirmed
-            | Event::SubTaskDeferred { .. } => None,
+            | Event::SubTaskDeferred { .. }
+            | Event::ServerDown { .. }
+            | Event::ServerUp { .. } => None,
         }
     }
 
@@ -142,7 +163,8 @@ impl Event {
             Event::Opened { .. }
             | Event::Reopened { .. }
             | Event::BudgetExhausted { .. }
-            | Event::Systemic { .. } => {
+            | Event::Systemic { .. }
+            | Event::ServerDown { .. } => {
                 tracing::warn!(target: "circuit_breaker", event = self.kind(), tool, "{self}");
             }
             _ => tracing::info!(target: "circuit_breaker", event = self.kind(), tool, "{self}"),
@@ -218,6 +240,20 @@ impl fmt::Display for Event {
             Event::SubTaskDeferred { number, reason } => {
                 write!(f, "Sub-task {number} deferred: {reason}")
             }
+            Event::ServerDown {
+                server,
+                tools,
+                message,
+            } => write!(
+                f,
+                "Server {server} unreachable ({message}): its tools OPEN at once ({}), one failure charged",
+                tools.join(", ")
+            ),
+            Event::ServerUp { server, tools } => write!(
+                f,
+                "Server {server} reachable again: probe succeeded, its tools CLOSED ({})",
+                tools.join(", ")
+            ),
         }
     }
 }

@@ -27,7 +27,7 @@ use crate::freshness::{Freshness, FreshnessProfile, Observation};
 use crate::mirror::{Mirror, OpenCheck, Slot, View};
 use crate::policy::Policy;
 use crate::precheck::Availability;
-use crate::report::{ModelNote, PauseReport, StateTable, ToolOffer};
+use crate::report::{ModelNote, PauseReport, ServerLine, StateTable, ToolOffer};
 use crate::route::{Route, Routes};
 use crate::scope::{ScopeError, ScopeReport, Task};
 use crate::signal::Signal;
@@ -830,6 +830,28 @@ impl Expeditor {
     pub fn record_precheck(&self, tool: impl Into<ToolId>, availability: Availability) -> bool {
         let tool = tool.into();
         self.command(|engine, changes, _| engine.record_precheck(tool, availability, changes))
+    }
+
+    /// Records one health check of `server` (its MCP `ping`, say) for every tool on it
+    /// (R10.1, B10): one check per server, not per tool. Returns `false` when no tool is on
+    /// `server`.
+    pub fn record_server_check(&self, server: &str, availability: Availability) -> bool {
+        self.command(|engine, changes, _| {
+            let tools = engine.server_tools(server);
+            let Some((&last, rest)) = tools.split_last() else {
+                return false;
+            };
+            for &tool in rest {
+                engine.record_precheck(tool, availability.clone(), changes);
+            }
+            engine.record_precheck(last, availability, changes)
+        })
+    }
+
+    /// The servers the tools live on, with the outage of each one down (B10), in the order
+    /// their first tool was registered; empty when no tool is on a server.
+    pub fn servers(&self) -> Vec<ServerLine> {
+        self.lock().servers()
     }
 
     /// What `tool` counts as now: its last check, UNAVAILABLE when not allowed, AVAILABLE

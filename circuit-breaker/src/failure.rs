@@ -367,6 +367,14 @@ impl Classify for FailureCategory {
 pub struct Failure {
     message: Cow<'static, str>,
     category: FailureCategory,
+    /// The tool's server could not be reached (B10): its whole group is down.
+    #[serde(default, skip_serializing_if = "is_false")]
+    server_unreachable: bool,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl Failure {
@@ -378,7 +386,11 @@ impl Failure {
     pub fn new(message: impl Into<Cow<'static, str>>) -> Self {
         let message = message.into();
         let category = FailureCategory::from_message(&message);
-        Failure { message, category }
+        Failure {
+            message,
+            category,
+            server_unreachable: false,
+        }
     }
 
     /// A failure with a known category.
@@ -386,6 +398,7 @@ impl Failure {
         Failure {
             message: message.into(),
             category,
+            server_unreachable: false,
         }
     }
 
@@ -441,6 +454,22 @@ impl Failure {
     /// A failure from an error that classifies itself.
     pub fn classified<E: Classify + fmt::Display + ?Sized>(error: &E) -> Self {
         Failure::with_category(error.to_string(), error.category())
+    }
+
+    /// Marks the failure as the server's, not the tool's (B10): the tool's server could not
+    /// be reached — its transport closed, a send failed, its health check failed. For a
+    /// tool on a server ([`ToolSpecBuilder::server`](crate::capability::ToolSpecBuilder::server)),
+    /// every tool of that server goes down with it, as one event charged once; for a tool on
+    /// no server it is an ordinary failure.
+    #[must_use]
+    pub fn server_unreachable(mut self) -> Self {
+        self.server_unreachable = true;
+        self
+    }
+
+    /// Whether the tool's server could not be reached ([`server_unreachable`](Self::server_unreachable)).
+    pub fn is_server_unreachable(&self) -> bool {
+        self.server_unreachable
     }
 
     /// The error message, as the tool gave it.

@@ -33,6 +33,7 @@ mod executor;
 pub mod expeditor;
 pub mod failure;
 pub mod freshness;
+mod group;
 mod id;
 #[cfg(feature = "mcp")]
 pub mod mcp;

@@ -11,6 +11,7 @@ pub use crate::breaker::{BreakerRecord, FailureMark, SuccessMark};
 pub use crate::budget::{Budget, BudgetStatus, LedgerEntry};
 pub use crate::cascade::SystemicEvent;
 pub use crate::engine::MistakeCount;
+pub use crate::group::{ServerLine, ServerOutage};
 
 use std::borrow::Cow;
 use std::fmt::{self, Write as _};
@@ -50,6 +51,9 @@ pub struct StateTable {
     /// The model's own mistakes this cycle, on a line of their own when there are any (B8).
     #[serde(default, skip_serializing_if = "MistakeCount::is_none")]
     pub mistakes: MistakeCount,
+    /// The servers the tools live on, a line each, when any tool is on one (B10).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<ServerLine>,
 }
 
 const NONE: &str = "—";
@@ -122,6 +126,9 @@ impl fmt::Display for StateTable {
         )?;
         if !self.mistakes.is_none() {
             write!(f, "\n{}", self.mistakes)?;
+        }
+        for server in &self.servers {
+            write!(f, "\n{server}")?;
         }
         Ok(())
     }
@@ -649,6 +656,7 @@ impl StateTable {
             rows,
             budget: view.engine.budget().status(),
             mistakes: view.engine.mistakes(),
+            servers: view.engine.servers(),
         }
     }
 }
