@@ -652,26 +652,8 @@ impl Engine {
         if let Some(t) = transition {
             changes.events.push(transition_event(&def, record, t));
         }
-        // A failed probe of a server still unreachable: the tools its outage took down wait
-        // another interval with it, and the next probe may be any of them.
-        if transition == Some(Transition::Reopened)
-            && let Some(outage) = self.outage_mut(tool)
-        {
-            outage.probing = None;
-            let others: Vec<ToolId> = outage
-                .tools
-                .iter()
-                .copied()
-                .filter(|&t| t != tool)
-                .collect();
-            for other in others {
-                if let Some(record) = self.records.get_mut(other.index() as usize) {
-                    record.opened_at_step = Some(step);
-                    record.attempts_since_open = 0;
-                    changes.attempts.push((other, 0));
-                    changes.touch(other);
-                }
-            }
+        if transition == Some(Transition::Reopened) {
+            self.rearm_outage(tool, step, changes);
         }
         // Only a circuit leaving CLOSED can start a cascade: a failed probe re-opens a tool
         // already counted (and, after a confirmed recovery, is the backoff at work).
@@ -727,6 +709,34 @@ impl Engine {
             .find(|g| &*g.name == server)
             .map(|g| g.members.clone())
             .unwrap_or_default()
+    }
+
+    /// A failed probe of a server still unreachable (B10): the tools its outage took down
+    /// wait another interval with it, and the next probe may be any of them.
+    fn rearm_outage(&mut self, tool: ToolId, step: u64, changes: &mut Changes) {
+        let Some(outage) = self.outage_mut(tool) else {
+            return;
+        };
+        outage.probing = None;
+        let others: Vec<ToolId> = outage
+            .tools
+            .iter()
+            .copied()
+            .filter(|&t| t != tool)
+            .collect();
+        for other in others {
+            if let Some(record) = self.records.get_mut(other.index() as usize)
+                && record.state != CircuitState::Closed
+            {
+                // A HALF-OPEN one (its probe dropped) waits with the rest.
+                record.state = CircuitState::Open;
+                record.probe = None;
+                record.opened_at_step = Some(step);
+                record.attempts_since_open = 0;
+                changes.attempts.push((other, 0));
+                changes.touch(other);
+            }
+        }
     }
 
     /// What a tool's record and the budget say now, for [`Recorded`].
