@@ -362,3 +362,93 @@ fn b10_b6_the_server_travels_in_the_yaml_map() {
     assert_eq!(back.tools()[0].server(), Some("files"));
     assert_eq!(back.tools()[5].server(), None);
 }
+
+/// B10, R10.1: a model-driven agent never calls a tool it is not offered, so a down server
+/// is probed by its health check: due after the policy's interval (here in steps), recorded
+/// as reached (every tool back at once) or not (another interval, nothing charged).
+#[test]
+fn b10_a_down_server_is_probed_by_its_health_check_when_due() {
+    let log = EventLog::default();
+    let expeditor = Expeditor::builder(map())
+        .policy(
+            Policy::builder()
+                .budget(5)
+                .probe_every(3)
+                .probe_unit(circuit_breaker::policy::ProbeUnit::Steps)
+                .build()
+                .unwrap(),
+        )
+        .clock(clock())
+        .observer(log.observer())
+        .build()
+        .unwrap();
+    assert!(!expeditor.server_probe_due("files"), "up: nothing to probe");
+    assert!(
+        !expeditor.record_server_probe("files", true),
+        "up: nothing to record"
+    );
+    fail_with(&expeditor, "read_file", closed());
+    assert!(!expeditor.server_probe_due("files"));
+    assert!(!expeditor.server_probe_due("web"));
+    for _ in 0..3 {
+        expeditor.advance_step();
+    }
+    assert!(expeditor.server_probe_due("files"));
+
+    // Not reached: another interval, not charged.
+    assert!(expeditor.record_server_probe("files", false));
+    assert!(!expeditor.server_probe_due("files"));
+    assert_eq!(expeditor.budget().status().consumed, 1);
+    for tool in ["read_file", "list_dir", "search"] {
+        assert_eq!(state(&expeditor, tool), CircuitState::Open, "{tool}");
+    }
+    for _ in 0..3 {
+        expeditor.advance_step();
+    }
+    assert!(expeditor.server_probe_due("files"));
+
+    // Reached: every tool of the outage CLOSED, one event.
+    assert!(expeditor.record_server_probe("files", true));
+    for tool in ["read_file", "list_dir", "search"] {
+        assert_eq!(state(&expeditor, tool), CircuitState::Closed, "{tool}");
+    }
+    assert!(matches!(
+        server_events(&log).as_slice(),
+        [Event::ServerDown { .. }, Event::ServerUp { server, tools }]
+            if server == "files" && tools.len() == 3
+    ));
+    assert_eq!(expeditor.offer().offered.len(), 6);
+}
+
+/// R9.3: no probe, by health check either, while every call is paused.
+#[test]
+fn b10_r9_3_no_server_probe_during_a_systemic_pause() {
+    let log = EventLog::default();
+    let expeditor = Expeditor::builder(map())
+        .policy(
+            Policy::builder()
+                .budget(5)
+                .probe_every(1)
+                .probe_unit(circuit_breaker::policy::ProbeUnit::Steps)
+                .build()
+                .unwrap(),
+        )
+        .clock(clock())
+        .observer(log.observer())
+        .build()
+        .unwrap();
+    fail_with(&expeditor, "read_file", closed());
+    fail_with(&expeditor, "web_search", closed());
+    assert!(expeditor.paused().is_some());
+    expeditor.advance_step();
+    expeditor.advance_step();
+    assert!(!expeditor.server_probe_due("files"));
+    expeditor.confirm_recovery();
+    for _ in 0..30 {
+        expeditor.advance_step();
+    }
+    assert!(
+        expeditor.server_probe_due("files"),
+        "after recovery, probes resume"
+    );
+}

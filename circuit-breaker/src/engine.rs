@@ -678,6 +678,83 @@ impl Engine {
         }
     }
 
+    /// Whether `server` is down and due for its probe (B10): no probe of it in flight, no
+    /// pause in force (R9.3), and one of the tools its outage took down due by the policy's
+    /// interval — steps since it opened, or `attempts` refused since (the mirror counts
+    /// those).
+    pub(crate) fn server_probe_due(
+        &mut self,
+        server: &str,
+        step: u64,
+        attempts: impl Fn(ToolId) -> u32,
+    ) -> bool {
+        if self.halt.is_some() {
+            return false;
+        }
+        let Some(g) = self.groups.groups.iter().position(|g| &*g.name == server) else {
+            return false;
+        };
+        let Some(outage) = self.groups.groups[g].outage.clone() else {
+            return false;
+        };
+        if outage.probing.is_some() {
+            return false;
+        }
+        outage.tools.iter().any(|&tool| {
+            let interval = self.probe_interval(tool);
+            let i = tool.index() as usize;
+            let record = &self.records[i];
+            record.state == CircuitState::Open
+                && match self.defs[i].settings.probe_unit {
+                    crate::policy::ProbeUnit::Attempts => attempts(tool) >= interval,
+                    crate::policy::ProbeUnit::Steps => {
+                        step >= record
+                            .opened_at_step
+                            .unwrap_or(step)
+                            .saturating_add(u64::from(interval))
+                    }
+                }
+        })
+    }
+
+    /// The result of probing a down `server` by its health check rather than a tool call
+    /// (B10): reached, the tools its outage took down are CLOSED (one `ServerUp`); not
+    /// reached, they wait another interval, uncharged — a health check is no tool call
+    /// (R10.2). Returns `false` when `server` is not down.
+    pub(crate) fn record_server_probe(
+        &mut self,
+        server: &str,
+        reached: bool,
+        step: u64,
+        changes: &mut Changes,
+    ) -> bool {
+        let Some(g) = self.groups.groups.iter().position(|g| &*g.name == server) else {
+            return false;
+        };
+        let Some(first) = self.groups.groups[g]
+            .outage
+            .as_ref()
+            .and_then(|o| o.tools.first().copied())
+        else {
+            return false;
+        };
+        if reached {
+            self.group_up(g, None, changes);
+        } else {
+            // Every tool of the outage waits again, the first one included.
+            if let Some(record) = self.records.get_mut(first.index() as usize)
+                && record.state == CircuitState::Open
+            {
+                record.opened_at_step = Some(step);
+                record.attempts_since_open = 0;
+                changes.attempts.push((first, 0));
+                changes.touch(first);
+            }
+            self.rearm_outage(first, step, changes);
+        }
+        true
+    }
+
     /// The servers, in the order their first tool was registered, for the reports (B10).
     pub(crate) fn servers(&self) -> Vec<ServerLine> {
         let names = |tools: &[ToolId]| -> Vec<String> {
@@ -851,14 +928,19 @@ impl Engine {
     /// `tool`'s probe reached its server again (B10): the tools its outage took down are
     /// CLOSED, `tool` by its own transition, the others here; one event names the server.
     fn server_up(&mut self, tool: ToolId, changes: &mut Changes) {
-        let Some(g) = self.groups.of(tool) else {
-            return;
-        };
+        if let Some(g) = self.groups.of(tool) {
+            self.group_up(g, Some(tool), changes);
+        }
+    }
+
+    /// Server `g` was reached again: the tools its outage took down are CLOSED (`except`, the
+    /// probe that reached it, by its own transition); one event names the server.
+    fn group_up(&mut self, g: usize, except: Option<ToolId>, changes: &mut Changes) {
         let Some(outage) = self.groups.groups[g].outage.take() else {
             return;
         };
         for &member in &outage.tools {
-            if member == tool {
+            if Some(member) == except {
                 continue;
             }
             let i = member.index() as usize;

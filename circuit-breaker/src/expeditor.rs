@@ -848,6 +848,29 @@ impl Expeditor {
         })
     }
 
+    /// Whether `server` is down and due for its probe (B10): the policy's interval has passed
+    /// since its outage (in steps, or in attempts refused), no probe of it is in flight and no
+    /// pause is in force. A model-driven agent never calls a tool it is not offered, so an
+    /// MCP client probes a down server by its health check (reconnect, `ping`) when this
+    /// says so, and records the result with [`record_server_probe`](Self::record_server_probe).
+    pub fn server_probe_due(&self, server: &str) -> bool {
+        let step = self.step();
+        let mut engine = self.lock();
+        engine.server_probe_due(server, step, |tool| {
+            self.mirror.get(tool).map_or(0, |slot| slot.hot.attempts())
+        })
+    }
+
+    /// Records a probe of a down `server` by its health check (B10): reached, every tool its
+    /// outage took down is CLOSED at once (one `ServerUp` event); not reached, they wait
+    /// another interval, and nothing is charged (a health check is no tool call). Returns
+    /// `false` when `server` is not down.
+    pub fn record_server_probe(&self, server: &str, reached: bool) -> bool {
+        self.command(|engine, changes, step| {
+            engine.record_server_probe(server, reached, step, changes)
+        })
+    }
+
     /// The servers the tools live on, with the outage of each one down (B10), in the order
     /// their first tool was registered; empty when no tool is on a server.
     pub fn servers(&self) -> Vec<ServerLine> {

@@ -126,6 +126,11 @@ impl Hot {
         }
     }
 
+    /// The attempts counted on an OPEN breaker since it opened.
+    pub(crate) fn attempts(&self) -> u32 {
+        self.attempts.load(Ordering::Acquire)
+    }
+
     /// Counts one more attempt on an OPEN breaker; returns the count.
     pub(crate) fn count_attempt(&self) -> u32 {
         self.attempts
