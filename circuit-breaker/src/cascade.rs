@@ -18,6 +18,11 @@
 //! Where neither holds, the breakers stay independent (R9.6). Categories come from typed
 //! errors first and from messages only conservatively (see [`crate::Failure`]).
 //!
+//! **Servers (B10).** The tools of one server are one unit under both rules: they never
+//! correlate with each other (one server down is its own outage, one event charged once,
+//! not a cascade), and a server counts once toward three at once. Two servers, or a server
+//! and a tool on no server, failing alike within the window are a systemic event.
+//!
 //! **The event.**
 //! - Every call pauses, not only the broken tools, until the user confirms recovery; no probe
 //!   runs meanwhile (R9.3).
