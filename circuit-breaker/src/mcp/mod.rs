@@ -46,9 +46,106 @@
 //!
 //! Any other rmcp transport works the same way, since [`McpServer`] is a [`ServerHandler`](rmcp::ServerHandler):
 //! `rmcp::ServiceExt::serve(server, transport)`.
+//!
+//! # Client
+//!
+//! [`McpClient`] connects the agent to MCP servers and guards all their tools with one
+//! [`Expeditor`](crate::Expeditor) (SPEC B10). It is a
+//! [`ToolDispatch`](crate::dispatch::ToolDispatch), so the model is shown every listed tool
+//! and calls it by name, and it can be handed as it is to [`McpServer`] (a guarded proxy) or
+//! to the rig adapter. The glue:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), circuit_breaker::mcp::McpClientError> {
+//! use circuit_breaker::dispatch::ToolDispatch;
+//! use circuit_breaker::mcp::McpClient;
+//! use std::process::Command;
+//!
+//! let tools = McpClient::builder()
+//!     .child("files", Command::new("mcp-files").args(["--root", "."]))
+//!     .child("web", Command::new("mcp-web"))
+//!     .build()
+//!     .await?;
+//! let reply = tools.call("read_file", serde_json::json!({ "path": "README.md" })).await;
+//! println!("{}", reply.text());
+//! println!("{}", tools.expeditor().state_table());
+//! # Ok(()) }
+//! ```
+//!
+//! **The run-time map** (R2.4, B6). Every tool a server lists is a tool of the map, on that
+//! server ([`ToolSpec::server`](crate::capability::ToolSpecBuilder::server)): it provides
+//! the first line of its description (or "capability of server X"), and its fallback tells
+//! the user the server's tool could not be used. An overlay
+//! ([`McpClientBuilder::overlay`], a [`CapabilityMap`](crate::CapabilityMap), in the seed's
+//! YAML shape through any serde format) adds or overrides, by tool name, what a tool
+//! provides, its alternatives — tools on other servers too — with their degradations, its
+//! fallback, threshold, probe interval and whether it caches. An overlay naming a tool no
+//! server lists is an error listing every such name with "did you mean"; so are tools of
+//! the same name on two servers, unless [`McpClientBuilder::qualify_names`] names every tool
+//! `server.tool`. Tools listed later (`notifications/tools/list_changed`, a reconnect) are
+//! discovered then; a tool no longer listed leaves the definitions. The state table names
+//! each server, up or down.
+//!
+//! **Every call** goes decide → call → record:
+//!
+//! - CALL or PROBE: `tools/call` on the tool's server, with the per-call deadline
+//!   ([`McpClientBuilder::deadline`], 30 s by default, per server with
+//!   [`deadline_for`](McpClientBuilder::deadline_for)). What comes back is classified:
+//!   - a result → success; the reply's value is its structured content, else its text
+//!     (JSON when the text parses), else its content blocks as JSON;
+//!   - a result with `isError` → the tool's own failure, categorised from its text
+//!     ([`Failure::new`](crate::Failure::new): conservatively); the model reads the text;
+//!   - the transport closed, or a send failed → the server is unreachable
+//!     ([`Failure::server_unreachable`](crate::Failure::server_unreachable), category
+//!     network): every working tool of that server opens at once, as one `ServerDown`
+//!     event charged once; calls of the same outage still in flight are absorbed, and the
+//!     other servers' tools go on;
+//!   - no answer by the deadline → the tool's failure with the category timeout (the
+//!     server is told the request is abandoned), not a server outage;
+//!   - JSON-RPC `-32602` (invalid params), or an `isError` result whose `_meta` says
+//!     `model_mistake` (a server built with this crate) → the model's mistake: answered,
+//!     counted, never charged; any other JSON-RPC error → the tool's failure;
+//!   - cancelled → nothing recorded.
+//! - SKIP: nothing is called; the reply is a refusal whose note names the route (an
+//!   alternative, on another server too, or the fallback). The model calls the alternative
+//!   itself: the client never calls another tool with the same arguments.
+//! - PAUSE: refused, with the pause note.
+//!
+//! Before any of that, a name that is no listed tool, arguments that are no JSON object, and
+//! arguments that miss a `required` property, add one where `additionalProperties` is false,
+//! or give a property of another simple `type` than its schema says are the model's
+//! mistakes, answered without a call.
+//!
+//! **Health checks** (R10.1): one MCP `ping` per server, not per tool, recorded for all its
+//! tools ([`Expeditor::record_server_check`](crate::Expeditor::record_server_check)) and
+//! trusted for the health TTL ([`McpClientBuilder::health_ttl`]). A call after that pings
+//! first: an answer is AVAILABLE, no answer within the ping timeout UNAVAILABLE (its tools
+//! are refused, uncharged, until a later check passes). A closed transport is never recorded
+//! by a check: the next call finds it in a few milliseconds and the server goes down as one
+//! event, charged once. Before a PROBE the check is made afresh, after reconnecting when the
+//! connection is gone (the connector is called again: a child process is spawned again, its
+//! tools listed again); if the server cannot be reached the probe is not made (nothing is
+//! charged), the check is recorded UNAVAILABLE, the outage waits another interval, and a
+//! failed check stands for the health TTL, so a dead server is not respawned on every call.
+//! A probe that reaches the server closes all the tools its outage took down (`ServerUp`).
+//!
+//! A model-driven agent calls only the tools it is offered, so it never probes a down
+//! server by a call: [`McpClient::check`] (between steps, or in the background with
+//! [`McpClientBuilder::check_every`]) probes a down server by its health check when the
+//! expeditor says the probe is due, and brings its tools back when it answers.
+//!
+//! Nothing here panics on what a server or a model sends: a schema that is no object schema
+//! is shown as an empty object schema, tools with empty or repeated names are left out, a
+//! server that closes during `initialize` is an error value of
+//! [`build`](McpClientBuilder::build).
 
+mod client;
 mod server;
 
+pub use client::{
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_DEADLINE, DEFAULT_HEALTH_TTL, DEFAULT_PING_TIMEOUT,
+    DuplicateTool, McpClient, McpClientBuilder, McpClientError, OverlayProblem, ServerCommand,
+};
 pub use server::{McpServer, to_call_tool_result, to_tool};
 
 /// The rmcp this crate is built against, for the types of a transport or a client.
