@@ -312,7 +312,7 @@ async fn agent(args: Args) -> Result<(), String> {
                 if let Some((server, n)) = &args.kill
                     && *n == calls
                 {
-                    kill(&tools, server);
+                    kill(&tools, server).await;
                 }
                 let names: Vec<&str> = offered.iter().map(|d| d.name.as_str()).collect();
                 println!(
@@ -337,8 +337,21 @@ async fn agent(args: Args) -> Result<(), String> {
     Ok(())
 }
 
-/// Kills `server`'s process, as a crash would.
-fn kill(tools: &McpClient, server: &str) {
+/// Kills `server`'s process, as a crash would, and waits (up to 5 s) until the client's
+/// connection has seen it close, so that the transcript is the same on every run: the next
+/// call finds the transport closed (sent a moment earlier, it would find a broken pipe:
+/// also an outage of the server, in other words).
+async fn kill(tools: &McpClient, server: &str) {
+    kill_process(tools, server);
+    for _ in 0..500 {
+        if tools.is_connected(server) != Some(true) {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+fn kill_process(tools: &McpClient, server: &str) {
     match tools.process_id(server) {
         Some(pid) => {
             let killed = std::process::Command::new("kill")
