@@ -205,6 +205,11 @@ async fn a_circuit_opening_shrinks_the_list_and_a_probe_brings_the_tool_back() {
              same call now; the failure is recorded."
         );
         assert_eq!(meta(&result, "outcome"), Some("failed"));
+        assert_eq!(
+            meta(&result, "error"),
+            Some("grep: the index service refused the connection"),
+            "the tool's own message, apart from the note"
+        );
         assert_eq!(meta(&result, "circuit_state"), Some("CLOSED"));
     }
     no_list_changed(&mut changes);

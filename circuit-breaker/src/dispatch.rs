@@ -111,8 +111,9 @@ impl Reply {
         }
     }
 
-    /// What travels beside the text for a client that reads it (MCP's `_meta`): the circuit
-    /// state, the route and what it lost, the freshness label, the outcome.
+    /// What travels beside the text for a client that reads it (MCP's `_meta`): the outcome,
+    /// the tool's own error message for a failure (`error`), the circuit state, the route
+    /// and what it lost, the freshness label.
     pub fn meta(&self) -> Map<String, Value> {
         let mut meta = Map::new();
         let outcome = match &self.outcome {
@@ -122,6 +123,11 @@ impl Reply {
             ReplyOutcome::Mistake(_) => "model_mistake",
         };
         meta.insert("outcome".into(), outcome.into());
+        // The tool's own message, apart from the note around it: a client that guards this
+        // server in turn (our MCP client) records it as the failure, not the whole text.
+        if let ReplyOutcome::Failed { message } = &self.outcome {
+            meta.insert("error".into(), message.clone().into());
+        }
         if let Some(state) = self.state {
             meta.insert("circuit_state".into(), state.as_str().into());
         }
