@@ -434,6 +434,64 @@ async fn an_is_error_result_is_charged_to_that_tool_only() {
     assert_eq!(docs.toolbox().calls.load(Ordering::SeqCst), calls);
 }
 
+/// The client is a `ToolDispatch`: served by `McpServer` it is a guarded proxy of both
+/// servers; its clients see the offer, and a dead server's tools leave the list.
+#[tokio::test]
+async fn the_client_behind_mcp_server_is_a_guarded_proxy() {
+    let Setup {
+        client,
+        docs_server,
+        ..
+    } = setup(|b| b).await;
+    let proxy = McpServer::new(client.clone()).name("proxy");
+    let (server_end, client_end) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        if let Ok(running) = proxy.serve(server_end).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let user = ().serve(client_end).await.expect("initialize");
+    let listed = |tools: Vec<Tool>| -> Vec<String> {
+        tools.into_iter().map(|t| t.name.into_owned()).collect()
+    };
+    assert_eq!(
+        listed(user.list_all_tools().await.unwrap()),
+        [
+            "search_docs",
+            "read_doc",
+            "slow_doc",
+            "search_wiki",
+            "read_page"
+        ]
+    );
+    let mut arguments = serde_json::Map::new();
+    arguments.insert("path".into(), json!("a.md"));
+    let call = CallToolRequestParams::new("read_doc").with_arguments(arguments);
+    let result = user.call_tool(call.clone()).await.unwrap();
+    assert_eq!(result.is_error, Some(false));
+    assert_eq!(
+        result.content[0].as_text().unwrap().text,
+        "the text of a.md"
+    );
+
+    docs_server.kill();
+    let result = user.call_tool(call).await.unwrap();
+    assert_eq!(result.is_error, Some(true));
+    assert!(
+        result.content[0]
+            .as_text()
+            .unwrap()
+            .text
+            .contains("MCP server docs cannot be reached"),
+        "{result:?}"
+    );
+    assert_eq!(
+        listed(user.list_all_tools().await.unwrap()),
+        ["search_wiki", "read_page"]
+    );
+    user.cancel().await.unwrap();
+}
+
 // ---------------------------------------------------------------------------------------
 // A dead server, in process: one event, charged once; back through check().
 
@@ -567,6 +625,42 @@ async fn a_dead_server_is_one_event_charged_once_and_check_brings_it_back() {
     );
     assert_eq!(ledger[0].failure.category(), FailureCategory::Network);
     assert_eq!(consumed(&client), 1);
+}
+
+/// `check_every`: the client probes a down server in the background when it is due, so its
+/// tools come back to the offer without anyone calling them (a proxy's clients, an agent
+/// that calls only what it is offered).
+#[tokio::test]
+async fn check_every_brings_a_down_server_back_without_a_call() {
+    let policy = Policy::builder()
+        .probe_unit(ProbeUnit::Steps)
+        .probe_every(2)
+        .build()
+        .unwrap();
+    let Setup {
+        client,
+        docs_server,
+        log,
+        ..
+    } = setup(|b| b.policy(policy).check_every(Duration::from_millis(20))).await;
+    docs_server.kill();
+    let _ = client.call("read_doc", json!({ "path": "a.md" })).await;
+    assert_eq!(offered(&client), ["search_wiki", "read_page"]);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(log.server_events().len(), 1, "not due: still down");
+    client.expeditor().advance_step();
+    client.expeditor().advance_step();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while log.server_events().len() < 2 {
+        assert!(Instant::now() < deadline, "never brought back");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(matches!(&log.server_events()[1], Event::ServerUp { server, .. } if server == "docs"));
+    assert_eq!(offered(&client).len(), 5);
+    assert_eq!(docs_server.connects.load(Ordering::SeqCst), 2);
+    assert_eq!(consumed(&client), 1);
+    // The background task ends with the client.
+    drop(client);
 }
 
 /// A probe (a call of a down tool when its probe is due) whose server cannot be reached is

@@ -491,6 +491,15 @@ impl Server {
             )),
             Ok(Ok(result)) => classify_result(result),
             Ok(Err(error)) => match error {
+                ServiceError::TransportClosed | ServiceError::TransportSend(_)
+                    if self.generation() != generation =>
+                {
+                    // Cut by a reconnect made while it was in flight: not this server's
+                    // outage (the new connection is up), and not the tool's failure.
+                    Outcome::Cancelled(
+                        "the connection was replaced while the call was in flight".to_owned(),
+                    )
+                }
                 ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
                     self.mark_broken(generation);
                     Outcome::Failed(self.unreachable(&error.to_string()))
@@ -592,7 +601,8 @@ struct Entry {
 
 #[derive(Debug, Default)]
 struct Tools {
-    entries: Vec<Entry>,
+    /// Shared with the calls in flight; changed copy-on-write.
+    entries: Vec<Arc<Entry>>,
     by_name: HashMap<String, usize>,
 }
 
@@ -785,9 +795,12 @@ impl Inner {
         self.servers.iter().find(|s| s.name == name)
     }
 
-    fn entry(&self, name: &str) -> Option<Entry> {
+    fn entry(&self, name: &str) -> Option<Arc<Entry>> {
         let tools = self.tools();
-        tools.by_name.get(name).map(|&i| tools.entries[i].clone())
+        tools
+            .by_name
+            .get(name)
+            .map(|&i| Arc::clone(&tools.entries[i]))
     }
 
     fn ping_timeout(&self, server: &Server) -> Duration {
@@ -822,13 +835,13 @@ impl Inner {
         let mut table = self.tools.write().unwrap_or_else(PoisonError::into_inner);
         for entry in &mut table.entries {
             if entry.server == server.index {
-                entry.listed = false;
+                Arc::make_mut(entry).listed = false;
             }
         }
         for tool in listed {
             match table.by_name.get(&tool.name).copied() {
                 Some(i) if table.entries[i].server == server.index => {
-                    let entry = &mut table.entries[i];
+                    let entry = Arc::make_mut(&mut table.entries[i]);
                     entry.definition = tool.definition;
                     entry.remote = tool.remote;
                     entry.listed = true;
@@ -841,13 +854,13 @@ impl Inner {
                     if let Some(&id) = ids.get(&tool.name) {
                         let i = table.entries.len();
                         table.by_name.insert(tool.name.clone(), i);
-                        table.entries.push(Entry {
+                        table.entries.push(Arc::new(Entry {
                             id,
                             server: server.index,
                             remote: tool.remote,
                             definition: tool.definition,
                             listed: true,
-                        });
+                        }));
                     }
                 }
             }
@@ -1274,7 +1287,12 @@ impl McpClient {
     /// Nothing here is charged to the budget. Returns the servers brought back up.
     ///
     /// Run it between the agent's steps, or let the client run it in the background
-    /// ([`check_every`](McpClientBuilder::check_every)).
+    /// ([`check_every`](McpClientBuilder::check_every)). When a probe is due is the
+    /// policy's: with [`ProbeUnit::Steps`](crate::policy::ProbeUnit::Steps) after that
+    /// many steps ([`Expeditor::advance_step`]); with the default,
+    /// [`ProbeUnit::Attempts`](crate::policy::ProbeUnit::Attempts), after that many refused
+    /// calls of the server's tools — which an agent that calls only what it is offered never
+    /// makes, so such an agent wants `Steps` and advances the step each turn.
     pub async fn check(&self) -> Vec<String> {
         self.inner.check().await
     }
@@ -1320,7 +1338,7 @@ impl ToolDispatch for McpClient {
     /// input schema), in the builder's order of servers.
     fn definitions(&self) -> Vec<ToolDefinition> {
         let tools = self.inner.tools();
-        let mut entries: Vec<&Entry> = tools.entries.iter().filter(|e| e.listed).collect();
+        let mut entries: Vec<&Arc<Entry>> = tools.entries.iter().filter(|e| e.listed).collect();
         entries.sort_by_key(|e| e.server);
         entries.into_iter().map(|e| e.definition.clone()).collect()
     }
@@ -1397,8 +1415,21 @@ impl fmt::Debug for McpClientBuilder {
 
 impl McpClientBuilder {
     /// A server started as a child process and spoken to over its stdin and stdout (its
-    /// stderr is inherited). The command's program, arguments, environment changes and
-    /// working directory are kept, so that a reconnect spawns it again.
+    /// stderr is inherited; the command's own stdio settings are not used). The command's
+    /// program, arguments, environment changes and working directory are kept, so that a
+    /// reconnect spawns it again. [`McpClient::process_id`] gives its pid.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), circuit_breaker::mcp::McpClientError> {
+    /// use circuit_breaker::mcp::McpClient;
+    /// use std::process::Command;
+    ///
+    /// let tools = McpClient::builder()
+    ///     .child("files", Command::new("mcp-files").args(["--root", "."]))
+    ///     .build()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
     pub fn child(mut self, name: impl Into<String>, command: impl ServerCommand) -> Self {
         let command = Spawn::of(command.as_std_command());
         let connector: Connector = Arc::new(move |handler: Handler| {
@@ -1649,13 +1680,13 @@ impl McpClientBuilder {
                 continue;
             };
             table.by_name.insert(tool.name.clone(), table.entries.len());
-            table.entries.push(Entry {
+            table.entries.push(Arc::new(Entry {
                 id,
                 server,
                 remote: tool.remote,
                 definition: tool.definition,
                 listed: true,
-            });
+            }));
         }
         let inner = Arc::new(Inner {
             expeditor,

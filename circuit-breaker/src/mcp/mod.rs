@@ -132,7 +132,10 @@
 //! A model-driven agent calls only the tools it is offered, so it never probes a down
 //! server by a call: [`McpClient::check`] (between steps, or in the background with
 //! [`McpClientBuilder::check_every`]) probes a down server by its health check when the
-//! expeditor says the probe is due, and brings its tools back when it answers.
+//! expeditor says the probe is due, and brings its tools back when it answers. When it is
+//! due is the policy's: such an agent wants
+//! [`ProbeUnit::Steps`](crate::policy::ProbeUnit::Steps) (and advances the step each turn),
+//! since the default counts refused calls it never makes.
 //!
 //! Nothing here panics on what a server or a model sends: a schema that is no object schema
 //! is shown as an empty object schema, tools with empty or repeated names are left out, a
