@@ -387,12 +387,12 @@ async fn an_is_error_result_is_charged_to_that_tool_only() {
     let ReplyOutcome::Failed { message } = &reply.outcome else {
         panic!("a failure: {reply:?}");
     };
+    // The tool's own message (the upstream's `_meta.error`), not the upstream's note.
+    assert_eq!(message, "a.md: the docs index is corrupt");
     assert!(
-        message.contains("a.md: the docs index is corrupt"),
-        "{message}"
-    );
-    assert!(
-        reply.text().starts_with("read_doc failed: "),
+        reply
+            .text()
+            .starts_with("read_doc failed: a.md: the docs index is corrupt."),
         "{}",
         reply.text()
     );

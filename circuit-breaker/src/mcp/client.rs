@@ -567,17 +567,22 @@ fn classify_result(result: CallToolResult) -> Outcome {
     if result.is_error != Some(true) {
         return Outcome::Answered(value_of(result));
     }
-    let message = texts(&result.content)
-        .filter(|t| !t.trim().is_empty())
+    let meta = |key: &str| {
+        result
+            .meta
+            .as_ref()
+            .and_then(|m| m.0.get(key))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    // A server built with this crate gives the tool's own message apart from its note
+    // (`_meta.error`), and says when the arguments were the model's mistake.
+    let message = meta("error")
+        .filter(|m| !m.trim().is_empty())
+        .or_else(|| texts(&result.content).filter(|t| !t.trim().is_empty()))
         .or_else(|| result.structured_content.as_ref().map(Value::to_string))
         .unwrap_or_else(|| "the tool reported an error without a message".to_owned());
-    // A server built with this crate says when the arguments were the model's mistake.
-    let mistake = result
-        .meta
-        .as_ref()
-        .and_then(|m| m.0.get("outcome"))
-        .and_then(Value::as_str)
-        == Some("model_mistake");
+    let mistake = meta("outcome").as_deref() == Some("model_mistake");
     if mistake {
         Outcome::Mistake(message)
     } else {

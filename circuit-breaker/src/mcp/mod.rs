@@ -94,7 +94,9 @@
 //!   - a result → success; the reply's value is its structured content, else its text
 //!     (JSON when the text parses), else its content blocks as JSON;
 //!   - a result with `isError` → the tool's own failure, categorised from its text
-//!     ([`Failure::new`](crate::Failure::new): conservatively); the model reads the text;
+//!     ([`Failure::new`](crate::Failure::new): conservatively) — from `_meta.error` when
+//!     the server gives the tool's message apart from its note (a server built with this
+//!     crate does); the model reads the text;
 //!   - the transport closed, or a send failed → the server is unreachable
 //!     ([`Failure::server_unreachable`](crate::Failure::server_unreachable), category
 //!     network): every working tool of that server opens at once, as one `ServerDown`
