@@ -452,3 +452,55 @@ fn b10_r9_3_no_server_probe_during_a_systemic_pause() {
         "after recovery, probes resume"
     );
 }
+
+/// B10: a client whose callers make no attempts and advance no steps (a proxy) looks at a
+/// down server again after a wall-clock interval; a failed look starts the wait again; the
+/// tool whose probe was given up waits with the rest (OPEN, not offered).
+#[test]
+fn b10_a_down_server_is_due_by_wall_time_and_a_given_up_probe_waits_with_the_rest() {
+    use std::time::Duration;
+    let log = EventLog::default();
+    let clock = clock();
+    let expeditor = Expeditor::builder(map())
+        .policy(Policy::builder().budget(5).build().unwrap())
+        .clock(clock.clone())
+        .observer(log.observer())
+        .build()
+        .unwrap();
+    let every = Duration::from_secs(10);
+    assert!(!expeditor.server_down("files"));
+    fail_with(&expeditor, "read_file", closed());
+    assert!(expeditor.server_down("files"));
+    assert!(!expeditor.server_down("web"));
+    assert!(!expeditor.server_probe_due_within("files", every));
+    clock.advance(Duration::from_secs(10));
+    assert!(expeditor.server_probe_due_within("files", every));
+    assert!(!expeditor.server_probe_due("files"), "by attempts, not yet");
+
+    // The first tool's probe is granted, its health check fails, the probe is given up.
+    for _ in 0..2 {
+        assert_eq!(kind(expeditor.decide(id(&expeditor, "read_file"))), "SKIP");
+    }
+    let Decision::Probe(probe) = expeditor.decide(id(&expeditor, "read_file")) else {
+        panic!("PROBE")
+    };
+    drop(probe);
+    assert!(expeditor.record_server_probe("files", false));
+    for tool in ["read_file", "list_dir", "search"] {
+        assert_eq!(state(&expeditor, tool), CircuitState::Open, "{tool}");
+    }
+    assert_eq!(expeditor.offer().offered, ["web_search", "fetch", "local"]);
+    assert!(
+        !expeditor.server_probe_due_within("files", every),
+        "the wait starts again"
+    );
+    clock.advance(Duration::from_secs(10));
+    assert!(expeditor.server_probe_due_within("files", every));
+    assert!(expeditor.record_server_probe("files", true));
+    assert!(!expeditor.server_down("files"));
+    assert_eq!(
+        expeditor.budget().status().consumed,
+        1,
+        "looks are never charged"
+    );
+}

@@ -653,7 +653,7 @@ impl Engine {
             changes.events.push(transition_event(&def, record, t));
         }
         if transition == Some(Transition::Reopened) {
-            self.rearm_outage(tool, step, changes);
+            self.rearm_outage(tool, step, now, changes);
         }
         // Only a circuit leaving CLOSED can start a cascade: a failed probe re-opens a tool
         // already counted (and, after a confirmed recovery, is the backoff at work).
@@ -687,6 +687,7 @@ impl Engine {
         server: &str,
         step: u64,
         attempts: impl Fn(ToolId) -> u32,
+        elapsed: Option<(Timestamp, std::time::Duration)>,
     ) -> bool {
         if self.halt.is_some() {
             return false;
@@ -699,6 +700,11 @@ impl Engine {
         };
         if outage.probing.is_some() {
             return false;
+        }
+        if let Some((now, every)) = elapsed
+            && outage.since.plus(every) <= now
+        {
+            return true;
         }
         outage.tools.iter().any(|&tool| {
             let interval = self.probe_interval(tool);
@@ -726,6 +732,7 @@ impl Engine {
         server: &str,
         reached: bool,
         step: u64,
+        now: Timestamp,
         changes: &mut Changes,
     ) -> bool {
         let Some(g) = self.groups.groups.iter().position(|g| &*g.name == server) else {
@@ -741,18 +748,29 @@ impl Engine {
         if reached {
             self.group_up(g, None, changes);
         } else {
-            // Every tool of the outage waits again, the first one included.
+            // Every tool of the outage waits again, the first one included (HALF-OPEN when
+            // its probe was just given up).
             if let Some(record) = self.records.get_mut(first.index() as usize)
-                && record.state == CircuitState::Open
+                && record.state != CircuitState::Closed
             {
+                record.state = CircuitState::Open;
+                record.probe = None;
                 record.opened_at_step = Some(step);
                 record.attempts_since_open = 0;
                 changes.attempts.push((first, 0));
                 changes.touch(first);
             }
-            self.rearm_outage(first, step, changes);
+            self.rearm_outage(first, step, now, changes);
         }
         true
+    }
+
+    /// Whether `server` is down (B10).
+    pub(crate) fn is_server_down(&self, server: &str) -> bool {
+        self.groups
+            .groups
+            .iter()
+            .any(|g| &*g.name == server && g.outage.is_some())
     }
 
     /// The servers, in the order their first tool was registered, for the reports (B10).
@@ -790,11 +808,12 @@ impl Engine {
 
     /// A failed probe of a server still unreachable (B10): the tools its outage took down
     /// wait another interval with it, and the next probe may be any of them.
-    fn rearm_outage(&mut self, tool: ToolId, step: u64, changes: &mut Changes) {
+    fn rearm_outage(&mut self, tool: ToolId, step: u64, now: Timestamp, changes: &mut Changes) {
         let Some(outage) = self.outage_mut(tool) else {
             return;
         };
         outage.probing = None;
+        outage.since = now;
         let others: Vec<ToolId> = outage
             .tools
             .iter()
@@ -893,6 +912,7 @@ impl Engine {
             tools: down.clone(),
             found_by: tool,
             step,
+            since: now,
             message: failure.summary().into_owned(),
             probing: None,
         });

@@ -14,6 +14,7 @@
 
 use std::fmt;
 use std::sync::{Arc, PoisonError};
+use std::time::Duration;
 
 use crate::breaker::{BreakerRecord, CircuitState, Via};
 use crate::budget::Budget;
@@ -122,7 +123,7 @@ impl ExpeditorBuilder {
         self
     }
 
-    /// Adds an observer of every [`Event`] (B4).
+    /// Adds an observer of every [`Event`](crate::event::Event) (B4).
     #[must_use]
     pub fn observer(mut self, observer: impl Observer) -> Self {
         self.observers.push(Arc::new(observer));
@@ -854,11 +855,34 @@ impl Expeditor {
     /// MCP client probes a down server by its health check (reconnect, `ping`) when this
     /// says so, and records the result with [`record_server_probe`](Self::record_server_probe).
     pub fn server_probe_due(&self, server: &str) -> bool {
+        self.server_probe_due_within(server, None)
+    }
+
+    /// As [`server_probe_due`](Self::server_probe_due), and also due once `every` of wall
+    /// time has passed since the server went down or its last probe failed — for a client
+    /// whose callers make no attempts and advance no steps (a proxy serving only the tools
+    /// it offers): a down server is then looked at again at least that often. Never during
+    /// a pause (R9.3).
+    pub fn server_probe_due_within(
+        &self,
+        server: &str,
+        every: impl Into<Option<Duration>>,
+    ) -> bool {
         let step = self.step();
+        let now = self.now();
         let mut engine = self.lock();
-        engine.server_probe_due(server, step, |tool| {
-            self.mirror.get(tool).map_or(0, |slot| slot.hot.attempts())
-        })
+        engine.server_probe_due(
+            server,
+            step,
+            |tool| self.mirror.get(tool).map_or(0, |slot| slot.hot.attempts()),
+            every.into().map(|every| (now, every)),
+        )
+    }
+
+    /// Whether `server` is down: a call found it unreachable and no probe has reached it
+    /// since (B10).
+    pub fn server_down(&self, server: &str) -> bool {
+        self.lock().is_server_down(server)
     }
 
     /// Records a probe of a down `server` by its health check (B10): reached, every tool its
@@ -866,8 +890,9 @@ impl Expeditor {
     /// another interval, and nothing is charged (a health check is no tool call). Returns
     /// `false` when `server` is not down.
     pub fn record_server_probe(&self, server: &str, reached: bool) -> bool {
+        let now = self.now();
         self.command(|engine, changes, step| {
-            engine.record_server_probe(server, reached, step, changes)
+            engine.record_server_probe(server, reached, step, now, changes)
         })
     }
 

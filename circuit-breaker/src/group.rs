@@ -72,6 +72,8 @@ pub(crate) struct Outage {
     /// the others' are the outage's, charged with it.
     pub(crate) found_by: ToolId,
     pub(crate) step: u64,
+    /// When it went down, or its last probe failed: the start of the wait for the next.
+    pub(crate) since: crate::clock::Timestamp,
     pub(crate) message: String,
     pub(crate) probing: Option<ToolId>,
 }

@@ -952,10 +952,7 @@ impl Inner {
     }
 
     fn is_down(&self, server: &str) -> bool {
-        self.expeditor
-            .servers()
-            .iter()
-            .any(|line| line.server == server && line.outage.is_some())
+        self.expeditor.server_down(server)
     }
 
     async fn check(&self) -> Vec<String> {
@@ -963,7 +960,12 @@ impl Inner {
         for server in &self.servers {
             let name = server.name.as_str();
             if self.is_down(name) {
-                if !self.expeditor.server_probe_due(name) {
+                // Due by the policy (steps, refused attempts), and at least once per health
+                // TTL whatever the callers do (a proxy's make neither).
+                if !self
+                    .expeditor
+                    .server_probe_due_within(name, self.health_ttl)
+                {
                     continue;
                 }
                 match self.ready_for_probe(server).await {
@@ -1292,12 +1294,13 @@ impl McpClient {
     /// Nothing here is charged to the budget. Returns the servers brought back up.
     ///
     /// Run it between the agent's steps, or let the client run it in the background
-    /// ([`check_every`](McpClientBuilder::check_every)). When a probe is due is the
-    /// policy's: with [`ProbeUnit::Steps`](crate::policy::ProbeUnit::Steps) after that
-    /// many steps ([`Expeditor::advance_step`]); with the default,
-    /// [`ProbeUnit::Attempts`](crate::policy::ProbeUnit::Attempts), after that many refused
-    /// calls of the server's tools — which an agent that calls only what it is offered never
-    /// makes, so such an agent wants `Steps` and advances the step each turn.
+    /// ([`check_every`](McpClientBuilder::check_every)). A down server is due by the
+    /// policy — with [`ProbeUnit::Steps`](crate::policy::ProbeUnit::Steps) after that many
+    /// steps ([`Expeditor::advance_step`]), with the default
+    /// [`ProbeUnit::Attempts`](crate::policy::ProbeUnit::Attempts) after that many refused
+    /// calls of its tools — and in any case once per health TTL
+    /// ([`Expeditor::server_probe_due_within`]), so that a client whose callers call only
+    /// what they are offered and advance no step (an `McpServer` proxy) still brings it back.
     pub async fn check(&self) -> Vec<String> {
         self.inner.check().await
     }
