@@ -1,9 +1,11 @@
 //! README.md's "What the main job prints" shows the real output of
-//! `cargo run --example agent -- --break bash`. This test ties that block to
-//! `tests/golden/agent_break_bash.txt`, the golden run of the same scenario (which
-//! `tests/agent_scenarios.rs` compares with a live run), so the README cannot drift: both sides
-//! are normalised the same way (timestamps, the temporary directory, the search server's port),
-//! everything else must match line for line.
+//! `cargo run --example agent -- --break bash`, and "The agent on MCP" the real output of
+//! `cargo run --example mcp_agent --features mcp -- --kill files@6`. This test ties each
+//! block to the golden run of the same scenario (`tests/golden/agent_break_bash.txt`,
+//! `tests/golden/mcp_agent_kill_files.txt`; `tests/agent_scenarios.rs` and
+//! `tests/b10_mcp_agent.rs` compare them with live runs), so the README cannot drift: both
+//! sides are normalised the same way (timestamps, the temporary directory, the search
+//! server's port), everything else must match line for line.
 //!
 //! When the agent's output changes on purpose: rerun `UPDATE_GOLDEN=1 cargo test --test
 //! agent_scenarios`, then paste a real run of `cargo run --example agent -- --break bash` into
@@ -20,29 +22,40 @@ use std::path::{Path, PathBuf};
 
 use run_output::normalise;
 
-const SECTION: &str = "## What the main job prints";
-const COMMAND: &str = "cargo run --example agent -- --break bash";
-const GOLDEN: &str = "agent_break_bash.txt";
+/// The README's real runs: its section, the command it says it ran, the golden of the same
+/// scenario.
+const RUNS: [(&str, &str, &str); 2] = [
+    (
+        "## What the main job prints",
+        "cargo run --example agent -- --break bash",
+        "agent_break_bash.txt",
+    ),
+    (
+        "## The agent on MCP",
+        "cargo run --example mcp_agent --features mcp -- --kill files@6",
+        "mcp_agent_kill_files.txt",
+    ),
+];
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The section's text before its first code block, and that `text` block's lines.
-fn readme_block(readme: &str) -> (String, String) {
+/// The section's text before its first `text` block, and that block's lines.
+fn readme_block(readme: &str, section: &str) -> (String, String) {
     let mut lines = readme.lines();
     lines
         .by_ref()
-        .find(|l| l.trim_end() == SECTION)
-        .unwrap_or_else(|| panic!("README.md has no {SECTION:?} section"));
+        .find(|l| l.trim_end() == section)
+        .unwrap_or_else(|| panic!("README.md has no {section:?} section"));
     let mut prose = String::new();
     for line in lines.by_ref() {
         if line.trim_end() == "```text" {
             break;
         }
         assert!(
-            !line.starts_with("## ") && !line.starts_with("```"),
-            "the {SECTION:?} section has no ```text block before {line:?}"
+            !line.starts_with("## "),
+            "the {section:?} section has no ```text block before {line:?}"
         );
         prose.push_str(line);
         prose.push('\n');
@@ -55,27 +68,33 @@ fn readme_block(readme: &str) -> (String, String) {
         block.push_str(line);
         block.push('\n');
     }
-    panic!("the ```text block under {SECTION:?} is not closed");
+    panic!("the ```text block under {section:?} is not closed");
 }
 
 #[test]
-fn readme_real_output_matches_the_golden_break_bash_run() {
+fn readme_real_outputs_match_their_golden_runs() {
     let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
-    let (prose, block) = readme_block(&readme);
+    for (section, command, golden) in RUNS {
+        compare(&readme, section, command, golden);
+    }
+}
+
+fn compare(readme: &str, section: &str, command: &str, golden_file: &str) {
+    let (prose, block) = readme_block(readme, section);
     let prose = prose.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
-        prose.contains(&format!("`{COMMAND}`")),
-        "the section no longer says the block is the output of `{COMMAND}`; this test compares \
-         it with {GOLDEN}: keep the two in step"
+        prose.contains(&format!("`{command}`")),
+        "the section no longer says the block is the output of `{command}`; this test compares \
+         it with {golden_file}: keep the two in step"
     );
-    let golden_path = root().join("tests").join("golden").join(GOLDEN);
+    let golden_path = root().join("tests").join("golden").join(golden_file);
     let golden = std::fs::read_to_string(&golden_path)
         .unwrap_or_else(|e| panic!("{} not readable: {e}", golden_path.display()));
     let (readme_side, golden_side) = (normalise(&block), normalise(&golden));
     assert!(
         readme_side == golden_side,
-        "README.md's real-output block ({SECTION:?}) differs from {} once both are normalised.\n\
-         Paste a real run of `{COMMAND}` into the block (timestamps and paths may stay as they \
+        "README.md's real-output block ({section:?}) differs from {} once both are normalised.\n\
+         Paste a real run of `{command}` into the block (timestamps and paths may stay as they \
          came out).\n(- golden, + README)\n{}",
         golden_path.display(),
         changes_only(&common::line_diff(
@@ -110,17 +129,20 @@ fn the_readme_block_has_real_values_the_normaliser_replaces() {
     // The README shows a real run: a real path, port and timestamps, not the golden's
     // placeholders (a pasted golden would pass the comparison but show no real output).
     let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
-    let (_, block) = readme_block(&readme);
-    for placeholder in ["$TMPDIR", "<port>", "<pid>", "YYYY-MM-DD"] {
+    for (section, ..) in RUNS {
+        let (_, block) = readme_block(&readme, section);
+        for placeholder in ["$TMPDIR", "<port>", "<pid>", "YYYY-MM-DD"] {
+            assert!(
+                !block.contains(placeholder),
+                "README.md's real-output block under {section:?} holds the placeholder \
+                 {placeholder:?}: paste a real run"
+            );
+        }
         assert!(
-            !block.contains(placeholder),
-            "README.md's real-output block holds the placeholder {placeholder:?}: paste a real run"
+            block.contains("/circuit-breaker-agent-"),
+            "a real workspace path under {section:?}"
         );
     }
-    assert!(
-        block.contains("/circuit-breaker-agent-"),
-        "a real workspace path"
-    );
 }
 
 // ---- the rules every golden file follows ----
