@@ -8,62 +8,25 @@
 #![cfg(feature = "mcp")]
 
 mod common;
+#[path = "common/examples.rs"]
+mod examples;
 #[path = "common/run_output.rs"]
 mod run_output;
 
-use std::path::PathBuf;
 use std::process::Command;
 use std::sync::{Mutex, PoisonError};
 
 use common::assert_golden;
+use examples::example_binary;
 use run_output::normalise;
 
 /// One run at a time: each starts three processes.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// The example's binary, built beside this test (or now, when only this test was built).
-fn example_binary() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let exe = std::env::current_exe().expect("the test's path");
-            let profile = exe
-                .parent()
-                .and_then(|deps| deps.parent())
-                .expect("target/<profile>/deps");
-            let mut cargo = Command::new(env!("CARGO"));
-            cargo
-                .args([
-                    "build",
-                    "--quiet",
-                    "--example",
-                    "mcp_agent",
-                    "--features",
-                    "mcp",
-                ])
-                .arg("--manifest-path")
-                .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"));
-            if let Some(target) = profile.parent() {
-                cargo.arg("--target-dir").arg(target);
-            }
-            if profile.file_name().is_some_and(|name| name == "release") {
-                cargo.arg("--release");
-            }
-            let status = cargo.status().expect("run cargo");
-            assert!(status.success(), "cargo build --example mcp_agent failed");
-            let binary = profile
-                .join("examples")
-                .join(format!("mcp_agent{}", std::env::consts::EXE_SUFFIX));
-            assert!(binary.exists(), "no {}", binary.display());
-            binary
-        })
-        .clone()
-}
-
 /// Runs the agent with `args`: its normalised standard output.
 fn run(args: &[&str]) -> String {
     let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
-    let output = Command::new(example_binary())
+    let output = Command::new(example_binary("mcp_agent"))
         .args(args)
         .output()
         .expect("run the example");
@@ -163,7 +126,7 @@ fn b10_r9_4_a_server_killed_mid_run_is_one_event_charged_once_and_a_probe_brings
 
 #[test]
 fn b10_bad_arguments_exit_2_with_the_usage() {
-    let output = Command::new(example_binary())
+    let output = Command::new(example_binary("mcp_agent"))
         .args(["--kill", "db@3"])
         .output()
         .expect("run the example");

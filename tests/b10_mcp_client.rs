@@ -20,7 +20,12 @@
 
 #![cfg(feature = "mcp")]
 
+#[path = "common/examples.rs"]
+mod examples;
+
 use std::path::PathBuf;
+
+use examples::example_binary;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -1131,45 +1136,6 @@ async fn tool_names_two_servers_list_are_an_error_unless_qualified() {
 
 // ---------------------------------------------------------------------------------------
 // Child processes: the example servers, one killed mid-run.
-
-/// The example `name`, built now (quick when up to date) with this build's features.
-fn example_binary(name: &str) -> PathBuf {
-    static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    let mut built = BUILT
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let exe = std::env::current_exe().expect("the test's path");
-    let profile = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target/<profile>/deps");
-    let binary = profile
-        .join("examples")
-        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-    if !built.iter().any(|b| b == name) {
-        let mut features = vec!["mcp"];
-        if cfg!(feature = "rig") {
-            features.push("rig");
-        }
-        let mut cargo = Command::new(env!("CARGO"));
-        cargo
-            .args(["build", "--quiet", "--example", name, "--features"])
-            .arg(features.join(","))
-            .arg("--manifest-path")
-            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"));
-        if let Some(target) = profile.parent() {
-            cargo.arg("--target-dir").arg(target);
-        }
-        if profile.file_name().is_some_and(|p| p == "release") {
-            cargo.arg("--release");
-        }
-        let status = cargo.status().expect("run cargo");
-        assert!(status.success(), "cargo build --example {name} failed");
-        built.push(name.to_owned());
-    }
-    assert!(binary.exists(), "no {}", binary.display());
-    binary
-}
 
 /// A directory of files for the `files` server.
 fn files_root() -> PathBuf {

@@ -11,6 +11,8 @@
 
 #![cfg(feature = "mcp")]
 
+#[path = "common/examples.rs"]
+mod examples;
 #[path = "../examples/mcp_server/notes.rs"]
 #[allow(
     dead_code,
@@ -19,7 +21,6 @@
 mod notes;
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, mpsc};
 use std::time::Duration;
@@ -34,6 +35,7 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
+use examples::example_binary;
 use notes::{GuardedNotebook, Notebook};
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -373,52 +375,9 @@ async fn model_mistakes_are_answered_with_did_you_mean_and_never_charged() {
 // ---------------------------------------------------------------------------------------
 // The example as a child process.
 
-/// The example's binary: built beside this test by `cargo test` (which builds the examples
-/// of the package under test), or built now when only this test was asked for.
-fn example_binary() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            // target/<profile>/deps/b9_mcp-<hash> → target/<profile>/examples/mcp_server
-            let exe = std::env::current_exe().expect("the test's path");
-            let profile = exe
-                .parent()
-                .and_then(|deps| deps.parent())
-                .expect("target/<profile>/deps");
-            let binary = profile
-                .join("examples")
-                .join(format!("mcp_server{}", std::env::consts::EXE_SUFFIX));
-            if !binary.exists() {
-                let mut cargo = Command::new(env!("CARGO"));
-                cargo
-                    .args([
-                        "build",
-                        "--quiet",
-                        "--example",
-                        "mcp_server",
-                        "--features",
-                        "mcp",
-                    ])
-                    .arg("--manifest-path")
-                    .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"));
-                if let Some(target) = profile.parent() {
-                    cargo.arg("--target-dir").arg(target);
-                }
-                if profile.file_name().is_some_and(|name| name == "release") {
-                    cargo.arg("--release");
-                }
-                let status = cargo.status().expect("run cargo");
-                assert!(status.success(), "cargo build --example mcp_server failed");
-            }
-            assert!(binary.exists(), "no {}", binary.display());
-            binary
-        })
-        .clone()
-}
-
 #[tokio::test]
 async fn the_example_over_stdio_with_rmcps_client() {
-    let mut command = tokio::process::Command::new(example_binary());
+    let mut command = tokio::process::Command::new(example_binary("mcp_server"));
     command.args(["--break", "grep", "--fail-calls", "3"]);
     let transport = TokioChildProcess::new(command).expect("spawn the example");
     let (tx, mut changes) = unbounded_channel();
@@ -467,7 +426,7 @@ struct RawClient {
 
 impl RawClient {
     fn spawn(args: &[&str]) -> Self {
-        let mut child = Command::new(example_binary())
+        let mut child = Command::new(example_binary("mcp_server"))
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

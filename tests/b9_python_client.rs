@@ -12,10 +12,15 @@
 
 #![cfg(feature = "mcp")]
 
+#[path = "common/examples.rs"]
+mod examples;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
+
+use examples::example_binary;
 
 /// The Python SDK's version, verified against the example (mcp 1.30.0 passes too).
 const MCP_VERSION: &str = "2.3.0";
@@ -150,35 +155,10 @@ fn venv_python() -> PathBuf {
         .join(format!("python{}", std::env::consts::EXE_SUFFIX))
 }
 
-/// The example's binary, as `tests/b9_mcp.rs` finds it: built beside this test by
-/// `cargo test`, or built now when only this test was asked for.
-fn example_binary() -> PathBuf {
-    let profile = profile_dir();
-    let binary = profile
-        .join("examples")
-        .join(format!("mcp_server{}", std::env::consts::EXE_SUFFIX));
-    if !binary.exists() {
-        let mut cargo = Command::new(env!("CARGO"));
-        cargo
-            .args(["build", "--quiet", "--example", "mcp_server"])
-            .args(["--features", "mcp", "--manifest-path"])
-            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
-            .arg("--target-dir")
-            .arg(profile.parent().expect("target"));
-        if profile.file_name().is_some_and(|name| name == "release") {
-            cargo.arg("--release");
-        }
-        let status = cargo.status().expect("run cargo");
-        assert!(status.success(), "cargo build --example mcp_server failed");
-    }
-    assert!(binary.exists(), "no {}", binary.display());
-    binary
-}
-
 #[test]
 fn b9_the_python_sdks_client_drives_the_example_over_stdio() {
     let python = venv_python();
-    let server = example_binary();
+    let server = example_binary("mcp_server");
     let outcome = run(
         Command::new(&python)
             .arg(SCRIPT)
