@@ -302,6 +302,19 @@ impl BreakerRecord {
         }
     }
 
+    /// Whether the next attempt on this OPEN circuit would be its probe (what
+    /// [`decide`](Self::decide) would answer, without changing anything).
+    pub(crate) fn probe_due(&self, settings: Settings, interval: u32, step: u64) -> bool {
+        self.state == CircuitState::Open
+            && match settings.probe_unit {
+                ProbeUnit::Attempts => self.attempts_since_open.saturating_add(1) >= interval,
+                ProbeUnit::Steps => {
+                    let opened = self.opened_at_step.unwrap_or(step);
+                    step >= opened.saturating_add(u64::from(interval))
+                }
+            }
+    }
+
     fn grant_probe(&mut self) -> u64 {
         self.epoch = self.epoch.wrapping_add(1);
         self.probe = Some(self.epoch);

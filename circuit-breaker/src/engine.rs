@@ -28,6 +28,7 @@ use crate::cascade::{Cascade, SystemicEvent, backoff_interval, may_correlate};
 use crate::clock::Timestamp;
 use crate::event::Event;
 use crate::failure::{Failure, FailureCategory};
+use crate::fleet::{SharedOpen, SharedTransition, StoreStatus};
 use crate::freshness::{Freshness, FreshnessProfile, FreshnessTracker, Observation};
 use crate::group::{Groups, Outage, ServerLine, ServerOutage};
 use crate::id::ToolId;
@@ -181,6 +182,8 @@ pub(crate) struct Changes {
     pub(crate) successes: Vec<(ToolId, Option<SuccessMark>)>,
     /// The step to set (a snapshot was restored).
     pub(crate) step: Option<u64>,
+    /// What to tell the fleet's store (B11).
+    pub(crate) shared: Vec<SharedTransition>,
 }
 
 impl Changes {
@@ -214,6 +217,28 @@ struct DeferredWork {
     tools: Vec<ToolId>,
 }
 
+/// One tool's standing with the fleet (B11).
+#[derive(Debug, Clone, Default)]
+struct FleetSlot {
+    /// Its circuit is the fleet's: opened here by a shared category, or by another worker.
+    shared: bool,
+    /// Opened by another worker: who, and what it said.
+    remote: Option<SharedOpen>,
+    /// The store granted this worker its probe.
+    granted: bool,
+    /// Its probe is due and waits for the store's grant.
+    wanted: bool,
+}
+
+/// The fleet this worker shares tool health with (B11).
+#[derive(Debug)]
+struct Fleet {
+    store: String,
+    slots: Vec<FleetSlot>,
+    /// Since when, and why, the store is unreachable: decisions are local meanwhile.
+    unreachable: Option<(Timestamp, String)>,
+}
+
 /// The state machine. See the module documentation.
 #[derive(Debug)]
 pub(crate) struct Engine {
@@ -236,6 +261,8 @@ pub(crate) struct Engine {
     mistakes: MistakeCount,
     /// Servers as groups of tools (B10).
     groups: Groups,
+    /// The fleet, when a store is attached (B11).
+    fleet: Option<Fleet>,
 }
 
 impl ToolView for Engine {
@@ -267,7 +294,17 @@ impl Engine {
             shares: None,
             mistakes: MistakeCount::default(),
             groups: Groups::default(),
+            fleet: None,
         }
+    }
+
+    /// Shares tool health with a fleet through `store` (B11); before any tool is registered.
+    pub(crate) fn enable_fleet(&mut self, store: String) {
+        self.fleet = Some(Fleet {
+            store,
+            slots: vec![FleetSlot::default(); self.records.len()],
+            unreachable: None,
+        });
     }
 
     // ----- queries ---------------------------------------------------------------------
@@ -424,6 +461,9 @@ impl Engine {
                 );
             }
             self.records.push(BreakerRecord::default());
+            if let Some(fleet) = &mut self.fleet {
+                fleet.slots.push(FleetSlot::default());
+            }
             self.groups.register(id, def.spec.server());
             self.defs.push(Arc::clone(&def));
             changes.registered.push((id, def));
@@ -518,6 +558,18 @@ impl Engine {
         if record.state == CircuitState::Open {
             record.attempts_since_open = attempt().saturating_sub(1);
         }
+        // A shared circuit is probed by one worker of the fleet: the one the store grants
+        // it to (B11). While the store is unreachable, the probe is this worker's own.
+        if let Some(fleet) = &mut self.fleet
+            && fleet.unreachable.is_none()
+            && let Some(slot) = fleet.slots.get_mut(i)
+            && slot.shared
+            && !slot.granted
+            && record.probe_due(settings, interval, step)
+        {
+            slot.wanted = true;
+            return Verdict::Skip(SkipReason::ProbeInFlight);
+        }
         let (verdict, transition) = record.decide(settings, interval, step);
         if let Some(t) = transition {
             changes.touch(tool);
@@ -558,6 +610,9 @@ impl Engine {
             // Its probe reached its server: the tools the outage took down come back (B10).
             if t == Transition::Closed && self.groups.outage_of(tool).is_some() {
                 self.server_up(tool, changes);
+            }
+            if t == Transition::Closed {
+                self.fleet_closed_here(i, changes);
             }
             // A tool that recovered is checked again before it is held back (R10.3).
             if t == Transition::Closed && self.prechecks[i].gated() {
@@ -654,6 +709,9 @@ impl Engine {
         }
         if transition == Some(Transition::Reopened) {
             self.rearm_outage(tool, step, now, changes);
+        }
+        if let Some(t) = transition {
+            self.fleet_opened_here(i, t, changes);
         }
         // Only a circuit leaving CLOSED can start a cascade: a failed probe re-opens a tool
         // already counted (and, after a confirmed recovery, is the backoff at work).
@@ -771,6 +829,301 @@ impl Engine {
             .groups
             .iter()
             .any(|g| &*g.name == server && g.outage.is_some())
+    }
+
+    // ----- the fleet (B11) -------------------------------------------------------------
+
+    /// A transition of tool `i` here: a circuit opened (or re-opened by its probe) by a
+    /// shared category is told to the fleet; a granted probe that failed is ended.
+    fn fleet_opened_here(&mut self, i: usize, t: Transition, changes: &mut Changes) {
+        let Some(fleet) = &mut self.fleet else {
+            return;
+        };
+        let Some(slot) = fleet.slots.get_mut(i) else {
+            return;
+        };
+        let tool = self.defs[i].spec.name().to_owned();
+        if t == Transition::Reopened && slot.granted {
+            slot.granted = false;
+            changes
+                .shared
+                .push(SharedTransition::ProbeEnded { tool: tool.clone() });
+        }
+        if !matches!(t, Transition::Opened | Transition::Reopened) {
+            return;
+        }
+        let Some(mark) = self.records[i].last_failure() else {
+            return;
+        };
+        let category = mark.failure.category();
+        if category.is_shared() || slot.shared {
+            slot.shared = true;
+            changes.shared.push(SharedTransition::Opened {
+                tool,
+                message: mark.failure.summary().into_owned(),
+                category,
+            });
+        }
+    }
+
+    /// Tool `i`'s probe closed it here: a shared circuit is closed for the fleet.
+    fn fleet_closed_here(&mut self, i: usize, changes: &mut Changes) {
+        if let Some(slot) = self.fleet.as_mut().and_then(|f| f.slots.get_mut(i)) {
+            if slot.shared {
+                changes.shared.push(SharedTransition::Closed {
+                    tool: self.defs[i].spec.name().to_owned(),
+                });
+            }
+            *slot = FleetSlot::default();
+        }
+    }
+
+    /// Tool `i`'s granted probe was dropped: the store may grant it to another worker.
+    fn fleet_probe_ended(&mut self, i: usize, changes: &mut Changes) {
+        if let Some(slot) = self.fleet.as_mut().and_then(|f| f.slots.get_mut(i))
+            && slot.granted
+        {
+            slot.granted = false;
+            changes.shared.push(SharedTransition::ProbeEnded {
+                tool: self.defs[i].spec.name().to_owned(),
+            });
+        }
+    }
+
+    /// Another worker opened `tool` (B11): OPEN here too, its failure written down (not
+    /// charged to this worker's budget), its probe the fleet's. Returns `false` for a name
+    /// that is no tool here, or when no fleet is attached.
+    pub(crate) fn fleet_open(
+        &mut self,
+        tool: &str,
+        open: SharedOpen,
+        step: u64,
+        now: Timestamp,
+        changes: &mut Changes,
+    ) -> bool {
+        let Some(id) = self.id(tool) else {
+            return false;
+        };
+        let i = id.index() as usize;
+        let Some(slot) = self.fleet.as_mut().and_then(|f| f.slots.get_mut(i)) else {
+            return false;
+        };
+        slot.shared = true;
+        let record = &mut self.records[i];
+        let known = slot
+            .remote
+            .as_ref()
+            .is_some_and(|r| r.worker == open.worker);
+        let takes_it_down = record.state == CircuitState::Closed
+            || (record.state == CircuitState::HalfOpen && record.probe.is_none());
+        if takes_it_down {
+            let failure = Failure::with_category(
+                format!("{} (opened by {})", open.message, open.worker),
+                open.category,
+            );
+            record.go_down(now, step, failure);
+            changes.attempts.push((id, 0));
+            changes.touch(id);
+            changes.events.push(Event::SharedOpened {
+                tool: tool.to_owned(),
+                worker: open.worker.clone(),
+                message: open.message.clone(),
+            });
+            self.shares = None;
+        } else if !known {
+            changes.touch(id);
+        }
+        slot.remote = Some(open);
+        true
+    }
+
+    /// `tool`'s shared OPEN state ended in the store (B11): `closed` by another worker's
+    /// probe (CLOSED here too, unless a probe of its own is in flight), or expired (the
+    /// circuit goes on by this worker's own breaker, its probe still the fleet's).
+    pub(crate) fn fleet_cleared(
+        &mut self,
+        tool: &str,
+        closed: bool,
+        changes: &mut Changes,
+    ) -> bool {
+        let Some(id) = self.id(tool) else {
+            return false;
+        };
+        let i = id.index() as usize;
+        let Some(slot) = self.fleet.as_mut().and_then(|f| f.slots.get_mut(i)) else {
+            return false;
+        };
+        if !slot.shared {
+            return false;
+        }
+        let record = &mut self.records[i];
+        if closed && record.state != CircuitState::Closed && record.probe.is_none() {
+            record.come_up();
+            *slot = FleetSlot::default();
+            changes.attempts.push((id, 0));
+            changes.touch(id);
+            changes.events.push(Event::SharedClosed {
+                tool: tool.to_owned(),
+            });
+            if let Some(precheck) = self.prechecks.get_mut(i)
+                && precheck.gated()
+            {
+                precheck.result = None;
+            }
+            return true;
+        }
+        if slot.remote.take().is_some() {
+            changes.touch(id);
+        }
+        true
+    }
+
+    /// The store granted this worker the probe of `tool` (B11). Returns `false` when its
+    /// probe is not wanted here (the store gives the grant back).
+    pub(crate) fn fleet_grant(&mut self, tool: &str) -> bool {
+        let Some(id) = self.id(tool) else {
+            return false;
+        };
+        let Some(slot) = self
+            .fleet
+            .as_mut()
+            .and_then(|f| f.slots.get_mut(id.index() as usize))
+        else {
+            return false;
+        };
+        if slot.wanted && slot.shared {
+            slot.wanted = false;
+            slot.granted = true;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The shared circuits whose probe is due here and waits for the store's grant.
+    pub(crate) fn fleet_wanted(&self) -> Vec<String> {
+        let Some(fleet) = &self.fleet else {
+            return Vec::new();
+        };
+        fleet
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.wanted && !s.granted)
+            .filter_map(|(i, _)| self.defs.get(i).map(|d| d.spec.name().to_owned()))
+            .collect()
+    }
+
+    /// The store cannot be reached (B11): local decisions alone until it answers.
+    pub(crate) fn fleet_unreachable(&mut self, why: String, now: Timestamp, changes: &mut Changes) {
+        let Some(fleet) = &mut self.fleet else {
+            return;
+        };
+        if fleet.unreachable.is_some() {
+            return;
+        }
+        for slot in &mut fleet.slots {
+            slot.wanted = false;
+        }
+        changes.events.push(Event::StoreUnavailable {
+            store: fleet.store.clone(),
+            message: why.clone(),
+        });
+        fleet.unreachable = Some((now, why));
+        changes.touch_all();
+    }
+
+    /// The store answers again (B11): what opened here meanwhile is told to the fleet.
+    pub(crate) fn fleet_reachable(&mut self, changes: &mut Changes) {
+        let Some(fleet) = &mut self.fleet else {
+            return;
+        };
+        if fleet.unreachable.take().is_none() {
+            return;
+        }
+        changes.events.push(Event::StoreRestored {
+            store: fleet.store.clone(),
+        });
+        for (i, slot) in fleet.slots.iter_mut().enumerate() {
+            slot.granted = false;
+            let record = &self.records[i];
+            let Some(mark) = record.last_failure() else {
+                continue;
+            };
+            if record.state != CircuitState::Closed && slot.shared && slot.remote.is_none() {
+                changes.shared.push(SharedTransition::Opened {
+                    tool: self.defs[i].spec.name().to_owned(),
+                    message: mark.failure.summary().into_owned(),
+                    category: mark.failure.category(),
+                });
+            }
+        }
+        changes.touch_all();
+    }
+
+    /// Another worker detected a systemic failure (R9, B11): every call pauses here too, as
+    /// the same one event (charged to that worker's budget, not this one's).
+    pub(crate) fn fleet_systemic(
+        &mut self,
+        pattern: String,
+        tools: Vec<String>,
+        category: Option<FailureCategory>,
+        step: u64,
+        now: Timestamp,
+        changes: &mut Changes,
+    ) -> bool {
+        if self.fleet.is_none() || self.cascade.active() {
+            return false;
+        }
+        let event = SystemicEvent {
+            category,
+            pattern,
+            tools,
+            step,
+            at: now,
+            recovered: false,
+        };
+        self.cascade.involved = event.tools.iter().filter_map(|t| self.id(t)).collect();
+        changes.events.push(Event::Systemic {
+            pattern: event.pattern.clone(),
+            cause: event.cause().to_owned(),
+            tools: event.tools.clone(),
+        });
+        self.cascade.event = Some(event);
+        self.halt = Some(PauseReason::Systemic { category });
+        for precheck in &mut self.prechecks {
+            precheck.result = None;
+        }
+        changes.touch_all();
+        true
+    }
+
+    /// The fleet's store and what it says, for the reports (B11).
+    pub(crate) fn fleet_status(&self) -> Option<StoreStatus> {
+        let fleet = self.fleet.as_ref()?;
+        Some(StoreStatus {
+            store: fleet.store.clone(),
+            unreachable: fleet.unreachable.clone(),
+            opened_elsewhere: fleet
+                .slots
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| {
+                    self.records
+                        .get(*i)
+                        .is_some_and(|r| r.state != CircuitState::Closed)
+                })
+                .filter_map(|(i, s)| {
+                    let remote = s.remote.as_ref()?;
+                    Some((self.defs[i].spec.name().to_owned(), remote.worker.clone()))
+                })
+                .collect(),
+        })
+    }
+
+    /// The names of every tool, in registration order (what the store reads for).
+    pub(crate) fn tool_names(&self) -> Vec<String> {
+        self.defs.iter().map(|d| d.spec.name().to_owned()).collect()
     }
 
     /// The servers, in the order their first tool was registered, for the reports (B10).
@@ -917,6 +1270,9 @@ impl Engine {
             probing: None,
         });
         self.shares = None;
+        for &member in &down {
+            self.fleet_opened_here(member.index() as usize, Transition::Opened, changes);
+        }
         changes.events.push(Event::ServerDown {
             server: self.groups.groups[g].name.to_string(),
             tools,
@@ -998,6 +1354,7 @@ impl Engine {
             {
                 outage.probing = None;
             }
+            self.fleet_probe_ended(i, changes);
             let record = &self.records[i];
             changes.touch(tool);
             changes
@@ -1071,6 +1428,14 @@ impl Engine {
             precheck.result = None;
         }
         changes.touch_all();
+        if self.fleet.is_some() {
+            changes.shared.push(SharedTransition::Systemic {
+                pattern: event.pattern.clone(),
+                cause: event.cause().to_owned(),
+                tools: event.tools.clone(),
+                category: event.category,
+            });
+        }
         changes.events.push(Event::Systemic {
             pattern: event.pattern.clone(),
             cause: event.cause().to_owned(),

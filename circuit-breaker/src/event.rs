@@ -103,6 +103,34 @@ pub enum Event {
         /// Its tools brought back, in map order.
         tools: Vec<String>,
     },
+    /// Another worker of the fleet opened this tool's circuit (B11): OPEN here too, routed
+    /// around, never charged to this worker's budget.
+    SharedOpened {
+        /// The tool.
+        tool: String,
+        /// The worker that opened it.
+        worker: String,
+        /// Its failure.
+        message: String,
+    },
+    /// Another worker's probe closed a circuit this worker shared (B11).
+    SharedClosed {
+        /// The tool.
+        tool: String,
+    },
+    /// The fleet's store could not be reached (B11): this worker decides on its own state
+    /// alone until it answers again; nothing recorded is lost.
+    StoreUnavailable {
+        /// The store.
+        store: String,
+        /// What was said.
+        message: String,
+    },
+    /// The fleet's store answers again (B11): what this worker opened meanwhile is shared.
+    StoreRestored {
+        /// The store.
+        store: String,
+    },
     /// A saved state was restored (R3.7).
     Restored {
         /// Tools in the snapshot.
@@ -131,6 +159,10 @@ impl Event {
             Event::SubTaskDeferred { .. } => "subtask_deferred",
             Event::ServerDown { .. } => "server_down",
             Event::ServerUp { .. } => "server_up",
+            Event::SharedOpened { .. } => "shared_opened",
+            Event::SharedClosed { .. } => "shared_closed",
+            Event::StoreUnavailable { .. } => "store_unavailable",
+            Event::StoreRestored { .. } => "store_restored",
         }
     }
 
@@ -143,7 +175,9 @@ impl Event {
             | Event::Reopened { tool, .. }
             | Event::ProbeReleased { tool }
             | Event::ToolDiscovered { tool }
-            | Event::AvailabilityChanged { tool, .. } => Some(tool),
+            | Event::AvailabilityChanged { tool, .. }
+            | Event::SharedOpened { tool, .. }
+            | Event::SharedClosed { tool } => Some(tool),
             Event::BudgetExhausted { .. }
             | Event::CycleStarted { .. }
             | Event::Restored { .. }
@@ -151,7 +185,9 @@ impl Event {
             | Event::RecoveryConfirmed
             | Event::SubTaskDeferred { .. }
             | Event::ServerDown { .. }
-            | Event::ServerUp { .. } => None,
+            | Event::ServerUp { .. }
+            | Event::StoreUnavailable { .. }
+            | Event::StoreRestored { .. } => None,
         }
     }
 
@@ -164,7 +200,8 @@ impl Event {
             | Event::Reopened { .. }
             | Event::BudgetExhausted { .. }
             | Event::Systemic { .. }
-            | Event::ServerDown { .. } => {
+            | Event::ServerDown { .. }
+            | Event::StoreUnavailable { .. } => {
                 tracing::warn!(target: "circuit_breaker", event = self.kind(), tool, "{self}");
             }
             _ => tracing::info!(target: "circuit_breaker", event = self.kind(), tool, "{self}"),
@@ -254,6 +291,27 @@ impl fmt::Display for Event {
                 "Server {server} reachable again: probe succeeded, its tools CLOSED ({})",
                 tools.join(", ")
             ),
+            Event::SharedOpened {
+                tool,
+                worker,
+                message,
+            } => write!(
+                f,
+                "Circuit OPENED for {tool} by {worker} ({message}): routed around here, not charged"
+            ),
+            Event::SharedClosed { tool } => {
+                write!(
+                    f,
+                    "Circuit CLOSED for {tool}: another worker's probe succeeded"
+                )
+            }
+            Event::StoreUnavailable { store, message } => write!(
+                f,
+                "Fleet store {store} unreachable ({message}): deciding on local state alone"
+            ),
+            Event::StoreRestored { store } => {
+                write!(f, "Fleet store {store} reachable again: sharing resumed")
+            }
         }
     }
 }

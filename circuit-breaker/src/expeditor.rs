@@ -24,6 +24,7 @@ use crate::clock::{SystemClock, Timestamp, WallClock};
 use crate::engine::{Changes, Engine, MAX_TOOLS, Verdict};
 use crate::event::Observer;
 use crate::failure::{Failure, FailureCategory};
+use crate::fleet::{SharedOpen, SharedTransition, StoreStatus};
 use crate::freshness::{Freshness, FreshnessProfile, Observation};
 use crate::mirror::{Mirror, OpenCheck, Slot, View};
 use crate::policy::Policy;
@@ -67,7 +68,15 @@ pub use crate::id::ToolId;
 /// }
 /// # Ok::<(), circuit_breaker::capability::MapErrors>(())
 /// ```
+///
+/// A clone is the same expeditor (one state, shared): clone it to hand it to another task.
+#[derive(Clone)]
 pub struct Expeditor {
+    inner: Arc<Inner>,
+}
+
+/// The expeditor's state: an [`Expeditor`] holds it, a [`FleetLink`] holds it weakly.
+pub(crate) struct Inner {
     mirror: Mirror,
     /// The agent's step: written by every `advance_step`, so on a line of its own, apart from
     /// the pause flag and the tools' words that every `decide` reads.
@@ -77,13 +86,15 @@ pub struct Expeditor {
     observers: Box<[Arc<dyn Observer>]>,
     /// Moved after every command that changed something, for [`Watch`]es.
     changed: Signal,
+    /// The fleet's store, when one is attached (B11).
+    fleet: Option<Arc<dyn FleetStore>>,
     engine: CachePadded<Mutex<Engine>>,
 }
 
 impl fmt::Debug for Expeditor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Expeditor")
-            .field("policy", &self.policy)
+            .field("policy", &self.inner.policy)
             .field("step", &self.step())
             .field("tools", &self.lock().len())
             .finish_non_exhaustive()
@@ -96,6 +107,7 @@ pub struct ExpeditorBuilder {
     policy: Policy,
     clock: Arc<dyn WallClock>,
     observers: Vec<Arc<dyn Observer>>,
+    fleet: Option<Arc<dyn FleetStore>>,
 }
 
 impl fmt::Debug for ExpeditorBuilder {
@@ -123,6 +135,16 @@ impl ExpeditorBuilder {
         self
     }
 
+    /// Shares tool health with a fleet of workers through `store` (B11): circuits opened
+    /// here by infrastructure failures are told to the fleet, those the fleet opened are
+    /// OPEN here, and a shared circuit's probe is made by one worker at a time. Decisions
+    /// stay local: the healthy path never waits on the store.
+    #[must_use]
+    pub fn fleet(mut self, store: impl FleetStore) -> Self {
+        self.fleet = Some(Arc::new(store));
+        self
+    }
+
     /// Adds an observer of every [`Event`](crate::event::Event) (B4).
     #[must_use]
     pub fn observer(mut self, observer: impl Observer) -> Self {
@@ -145,17 +167,29 @@ impl ExpeditorBuilder {
     /// Builds from a map already checked (a `#[toolbox]` map is checked at compile time).
     /// Never panics: an alternative naming no tool keeps its place and is never routed to.
     pub(crate) fn build_checked(self) -> Expeditor {
+        let mut engine = Engine::new(self.policy, self.clock.now());
+        if let Some(store) = &self.fleet {
+            engine.enable_fleet(store.name());
+        }
         let expeditor = Expeditor {
-            mirror: Mirror::new(),
-            step: CachePadded(AtomicU64::new(0)),
-            policy: self.policy,
-            engine: CachePadded(Mutex::new(Engine::new(self.policy, self.clock.now()))),
-            clock: self.clock,
-            observers: self.observers.into_boxed_slice(),
-            changed: Signal::default(),
+            inner: Arc::new(Inner {
+                mirror: Mirror::new(),
+                step: CachePadded(AtomicU64::new(0)),
+                policy: self.policy,
+                engine: CachePadded(Mutex::new(engine)),
+                clock: self.clock,
+                observers: self.observers.into_boxed_slice(),
+                changed: Signal::default(),
+                fleet: self.fleet,
+            }),
         };
         let specs = self.map.tools().to_vec();
         expeditor.command(|engine, changes, _| engine.register(specs, changes));
+        if let Some(store) = &expeditor.inner.fleet {
+            store.attach(FleetLink {
+                inner: Arc::downgrade(&expeditor.inner),
+            });
+        }
         expeditor
     }
 }
@@ -335,7 +369,7 @@ impl<'a> Skip<'a> {
     /// Every route, best first: usable alternatives by severity, then the fallback, then
     /// scope reduction (R4.1, R4.3). Read from the lock-free mirror: no lock, no allocation.
     pub fn routes(&self) -> Routes<'a> {
-        Routes::new(&self.expeditor.mirror, self.slot.map(|s| &*s.def))
+        Routes::new(&self.expeditor.inner.mirror, self.slot.map(|s| &*s.def))
     }
 
     /// The short text for a language model (B7): which tool is broken, why, and what to do
@@ -418,7 +452,125 @@ impl Watch<'_> {
     }
 }
 
+/// A store the fleet shares tool health through (B11). Implemented by the feature `redis`
+/// store; implement it for another.
+pub trait FleetStore: Send + Sync + 'static {
+    /// The store's name, as the reports show it (`redis 127.0.0.1:6379/agents`).
+    fn name(&self) -> String;
+
+    /// Called once, when the expeditor is built: the link through which the store applies
+    /// what it reads. The link does not keep the expeditor alive.
+    fn attach(&self, link: FleetLink);
+
+    /// Called after every command that has something to share, outside the expeditor's
+    /// lock, on the thread that made the change. It must not block: queue and return.
+    fn share(&self, transitions: &[SharedTransition]);
+}
+
+/// What a [`FleetStore`] applies to the expeditor it is attached to (B11). Weak: it does not
+/// keep the expeditor alive; every method does nothing (and says so) once it is dropped.
+#[derive(Clone)]
+pub struct FleetLink {
+    inner: std::sync::Weak<Inner>,
+}
+
+impl fmt::Debug for FleetLink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FleetLink")
+            .field("attached", &self.is_attached())
+            .finish()
+    }
+}
+
+impl FleetLink {
+    fn expeditor(&self) -> Option<Expeditor> {
+        self.inner.upgrade().map(|inner| Expeditor { inner })
+    }
+
+    /// Whether the expeditor still exists: a store's task ends when it is gone.
+    pub fn is_attached(&self) -> bool {
+        self.inner.strong_count() > 0
+    }
+
+    /// The names of every tool, in map order: what the store reads for.
+    pub fn tools(&self) -> Vec<String> {
+        self.expeditor()
+            .map(|e| e.lock().tool_names())
+            .unwrap_or_default()
+    }
+
+    /// Another worker opened `tool`: OPEN here too, routed around, never charged to this
+    /// worker's budget. Returns `false` for a name that is no tool here.
+    pub fn open(&self, tool: &str, open: SharedOpen) -> bool {
+        self.expeditor().is_some_and(|e| {
+            let now = e.now();
+            e.command(|engine, changes, step| engine.fleet_open(tool, open, step, now, changes))
+        })
+    }
+
+    /// `tool`'s shared OPEN state ended in the store: `closed` by another worker's probe
+    /// (CLOSED here too), or expired (this worker's own breaker goes on; its probe is
+    /// still one per fleet).
+    pub fn cleared(&self, tool: &str, closed: bool) -> bool {
+        self.expeditor().is_some_and(|e| {
+            e.command(|engine, changes, _| engine.fleet_cleared(tool, closed, changes))
+        })
+    }
+
+    /// The shared circuits whose probe is due here and waits for the store's grant.
+    pub fn probes_wanted(&self) -> Vec<String> {
+        self.expeditor()
+            .map(|e| e.lock().fleet_wanted())
+            .unwrap_or_default()
+    }
+
+    /// The store grants this worker the probe of `tool` (it holds the fleet's lease).
+    /// Returns `false` when the probe is no longer wanted here: give the lease back.
+    pub fn grant_probe(&self, tool: &str) -> bool {
+        self.expeditor()
+            .is_some_and(|e| e.command(|engine, _, _| engine.fleet_grant(tool)))
+    }
+
+    /// Another worker detected a systemic failure (R9): every call pauses here too, as the
+    /// same event. Returns `false` when one is already in force here.
+    pub fn systemic(
+        &self,
+        pattern: String,
+        tools: Vec<String>,
+        category: Option<FailureCategory>,
+    ) -> bool {
+        self.expeditor().is_some_and(|e| {
+            let now = e.now();
+            e.command(|engine, changes, step| {
+                engine.fleet_systemic(pattern, tools, category, step, now, changes)
+            })
+        })
+    }
+
+    /// The store cannot be reached (`why`): this worker decides on its own state alone
+    /// until [`reachable`](Self::reachable); an event and the reports say so.
+    pub fn unreachable(&self, why: &str) {
+        if let Some(e) = self.expeditor() {
+            let now = e.now();
+            e.command(|engine, changes, _| engine.fleet_unreachable(why.to_owned(), now, changes));
+        }
+    }
+
+    /// The store answers again: what opened here meanwhile is published again.
+    pub fn reachable(&self) {
+        if let Some(e) = self.expeditor() {
+            e.command(|engine, changes, _| engine.fleet_reachable(changes));
+        }
+    }
+}
+
 impl Expeditor {
+    /// The fleet's store and what it says, when one is attached (B11): reachable or not,
+    /// and the circuits OPEN here because another worker opened them.
+    pub fn fleet_status(&self) -> Option<StoreStatus> {
+        self.lock().fleet_status()
+    }
+
     // ----- the one way state changes ----------------------------------------------------
 
     /// Runs one engine command: under the lock, the command, then [`Mirror::publish`] (the
@@ -429,13 +581,18 @@ impl Expeditor {
         let out = {
             let mut engine = self.lock();
             let out = command(&mut engine, &mut changes, self.step());
-            self.mirror.publish(&engine, &changes);
+            self.inner.mirror.publish(&engine, &changes);
             if let Some(step) = changes.step {
-                self.step.store(step, Ordering::Release);
+                self.inner.step.store(step, Ordering::Release);
             }
             out
         };
         self.notify(&changes);
+        if let Some(store) = &self.inner.fleet
+            && !changes.shared.is_empty()
+        {
+            store.share(&changes.shared);
+        }
         out
     }
 
@@ -444,25 +601,29 @@ impl Expeditor {
     fn notify(&self, changes: &Changes) {
         for event in &changes.events {
             event.trace();
-            for observer in &self.observers {
+            for observer in &self.inner.observers {
                 observer.on_event(event);
             }
         }
         if changes.changed_anything() {
-            self.changed.bump();
+            self.inner.changed.bump();
         }
     }
 
     fn lock(&self) -> MutexGuard<'_, Engine> {
         // Nothing panics while holding the lock (observers run after it is released), so a
         // poisoned lock still guards consistent state.
-        self.engine.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.inner
+            .engine
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     fn view<'a>(&'a self, engine: &'a Engine) -> View<'a> {
         View {
             engine,
-            mirror: &self.mirror,
+            mirror: &self.inner.mirror,
         }
     }
 
@@ -483,12 +644,13 @@ impl Expeditor {
             policy: Policy::default(),
             clock: Arc::new(SystemClock),
             observers: Vec::new(),
+            fleet: None,
         }
     }
 
     /// The policy in force.
     pub fn policy(&self) -> Policy {
-        self.policy
+        self.inner.policy
     }
 
     // ----- decide and record (R3) ---------------------------------------------------------
@@ -500,9 +662,9 @@ impl Expeditor {
     #[inline]
     pub fn decide(&self, tool: impl Into<ToolId>) -> Decision<'_> {
         let tool = tool.into();
-        if let Some(slot) = self.mirror.get(tool)
+        if let Some(slot) = self.inner.mirror.get(tool)
             && slot.hot.is_callable()
-            && !self.mirror.halted()
+            && !self.inner.mirror.halted()
         {
             return Decision::Call(Ticket {
                 expeditor: self,
@@ -519,10 +681,10 @@ impl Expeditor {
     /// not due, then the engine under the lock.
     #[inline(never)]
     fn decide_rest(&self, tool: ToolId) -> Decision<'_> {
-        let Some(slot) = self.mirror.get(tool) else {
+        let Some(slot) = self.inner.mirror.get(tool) else {
             return self.skip(tool, None, SkipReason::UnknownTool);
         };
-        let counted = if self.mirror.halted() {
+        let counted = if self.inner.mirror.halted() {
             None
         } else {
             match slot.hot.check_open(slot.def.settings, self.step()) {
@@ -606,7 +768,7 @@ impl Expeditor {
     /// The agent's current step.
     #[inline]
     pub fn step(&self) -> u64 {
-        self.step.load(Ordering::Acquire)
+        self.inner.step.load(Ordering::Acquire)
     }
 
     /// Moves to the next step and returns it. Steps count probe intervals in
@@ -614,6 +776,7 @@ impl Expeditor {
     pub fn advance_step(&self) -> u64 {
         // Saturating: a counter that wrapped to 0 would never reach a probe's step again.
         let previous = self
+            .inner
             .step
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| {
                 Some(s.saturating_add(1))
@@ -641,7 +804,7 @@ impl Expeditor {
 
     /// The wall clock's time now.
     pub fn now(&self) -> Timestamp {
-        self.clock.now()
+        self.inner.clock.now()
     }
 
     // ----- tools ----------------------------------------------------------------------------
@@ -653,7 +816,10 @@ impl Expeditor {
 
     /// The name of a tool.
     pub fn tool_name(&self, tool: impl Into<ToolId>) -> Option<&str> {
-        self.mirror.get(tool.into()).map(|s| s.def.spec.name())
+        self.inner
+            .mirror
+            .get(tool.into())
+            .map(|s| s.def.spec.name())
     }
 
     /// Registers a tool found at run time (R2.4, B6), given as a [`ToolSpec`] or the builder
@@ -678,7 +844,7 @@ impl Expeditor {
     /// The capability map as it stands: the declared tools and those discovered since.
     pub fn capability_map(&self) -> CapabilityMap {
         self.tools()
-            .filter_map(|id| self.mirror.get(id))
+            .filter_map(|id| self.inner.mirror.get(id))
             .fold(CapabilityMap::new(), |map, slot| {
                 map.tool(slot.def.spec.clone())
             })
@@ -686,14 +852,16 @@ impl Expeditor {
 
     /// Tools with no alternative (R1.3).
     pub fn is_critical(&self, tool: impl Into<ToolId>) -> Option<bool> {
-        self.mirror
+        self.inner
+            .mirror
             .get(tool.into())
             .map(|s| s.def.spec.is_critical())
     }
 
     /// Whether `tool` is declared as caching (R6.2).
     pub fn is_caching(&self, tool: impl Into<ToolId>) -> bool {
-        self.mirror
+        self.inner
+            .mirror
             .get(tool.into())
             .is_some_and(|s| s.def.spec.is_caching())
     }
@@ -702,7 +870,7 @@ impl Expeditor {
 
     /// The state of one tool, lock-free.
     pub fn state(&self, tool: impl Into<ToolId>) -> Option<CircuitState> {
-        self.mirror.get(tool.into()).map(|s| s.hot.state())
+        self.inner.mirror.get(tool.into()).map(|s| s.hot.state())
     }
 
     /// A copy of one tool's breaker (R2.1).
@@ -757,8 +925,8 @@ impl Expeditor {
     /// sees; they never touch it.
     pub fn watch(&self) -> Watch<'_> {
         Watch {
-            signal: &self.changed,
-            seen: self.changed.version(),
+            signal: &self.inner.changed,
+            seen: self.inner.changed.version(),
         }
     }
 
@@ -874,7 +1042,12 @@ impl Expeditor {
         engine.server_probe_due(
             server,
             step,
-            |tool| self.mirror.get(tool).map_or(0, |slot| slot.hot.attempts()),
+            |tool| {
+                self.inner
+                    .mirror
+                    .get(tool)
+                    .map_or(0, |slot| slot.hot.attempts())
+            },
             every.into().map(|every| (now, every)),
         )
     }

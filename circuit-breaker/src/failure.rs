@@ -356,6 +356,16 @@ impl Classify for ExitStatus {
     }
 }
 
+impl FailureCategory {
+    /// Whether a circuit opened by failures of this category is worth sharing with the
+    /// fleet (B11): network and timeout failures say something about the tool, wherever it
+    /// is called from; a filesystem or permission failure, a missing resource or another
+    /// error may be this worker's own.
+    pub fn is_shared(self) -> bool {
+        matches!(self, FailureCategory::Network | FailureCategory::Timeout)
+    }
+}
+
 impl Classify for FailureCategory {
     fn category(&self) -> FailureCategory {
         *self

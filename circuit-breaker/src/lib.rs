@@ -32,6 +32,7 @@ pub mod event;
 mod executor;
 pub mod expeditor;
 pub mod failure;
+pub mod fleet;
 pub mod freshness;
 mod group;
 mod id;

@@ -11,6 +11,7 @@ pub use crate::breaker::{BreakerRecord, FailureMark, SuccessMark};
 pub use crate::budget::{Budget, BudgetStatus, LedgerEntry};
 pub use crate::cascade::SystemicEvent;
 pub use crate::engine::MistakeCount;
+pub use crate::fleet::StoreStatus;
 pub use crate::group::{ServerLine, ServerOutage};
 
 use std::borrow::Cow;
@@ -54,6 +55,10 @@ pub struct StateTable {
     /// The servers the tools live on, a line each, when any tool is on one (B10).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub servers: Vec<ServerLine>,
+    /// The fleet's store, when one is attached (B11): reachable or not, and which circuits
+    /// another worker opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<StoreStatus>,
 }
 
 const NONE: &str = "—";
@@ -129,6 +134,9 @@ impl fmt::Display for StateTable {
         }
         for server in &self.servers {
             write!(f, "\n{server}")?;
+        }
+        if let Some(fleet) = &self.fleet {
+            write!(f, "\n{fleet}")?;
         }
         Ok(())
     }
@@ -657,6 +665,7 @@ impl StateTable {
             budget: view.engine.budget().status(),
             mistakes: view.engine.mistakes(),
             servers: view.engine.servers(),
+            fleet: view.engine.fleet_status(),
         }
     }
 }
