@@ -12,38 +12,25 @@
 
 #[path = "common/examples.rs"]
 mod examples;
+#[path = "common/mcp_client.rs"]
+#[allow(
+    dead_code,
+    reason = "shared by the MCP tests; not every helper is used in each"
+)]
+mod mcp_client;
 
 use std::path::PathBuf;
 
 use examples::example_binary;
+use mcp_client::{Client, Watcher, call, list_changed, meta, text};
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use circuit_breaker::mcp::rmcp;
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, Tool};
-use rmcp::service::{MaybeSendFuture, NotificationContext, RunningService};
+use rmcp::ServiceExt as _;
+use rmcp::model::{CallToolResult, Tool};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
 use serde_json::{Map, Value, json};
-use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
-
-const WAIT: Duration = Duration::from_secs(10);
-
-/// A client that reports every `notifications/tools/list_changed`.
-#[derive(Clone)]
-struct Watcher(UnboundedSender<()>);
-
-impl ClientHandler for Watcher {
-    fn on_tool_list_changed(
-        &self,
-        _context: NotificationContext<RoleClient>,
-    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
-        let _ = self.0.send(());
-        std::future::ready(())
-    }
-}
-
-type Client = RunningService<RoleClient, Watcher>;
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 /// The example `name` spawned with `args`, initialized, with the server name checked.
 async fn spawn(name: &str, server: &str, args: &[&str]) -> (Client, UnboundedReceiver<()>) {
@@ -65,38 +52,6 @@ async fn spawn(name: &str, server: &str, args: &[&str]) -> (Client, UnboundedRec
         Some(true)
     );
     (client, changes)
-}
-
-fn args(value: Value) -> Map<String, Value> {
-    match value {
-        Value::Object(map) => map,
-        other => panic!("arguments must be an object, not {other}"),
-    }
-}
-
-async fn call(client: &Client, tool: &'static str, arguments: Value) -> CallToolResult {
-    client
-        .call_tool(CallToolRequestParams::new(tool).with_arguments(args(arguments)))
-        .await
-        .unwrap_or_else(|e| panic!("tools/call {tool} is a result, never a JSON-RPC error: {e}"))
-}
-
-fn text(result: &CallToolResult) -> &str {
-    assert_eq!(result.content.len(), 1, "one text content: {result:?}");
-    match &result.content[0] {
-        ContentBlock::Text(text) => &text.text,
-        other => panic!("not text: {other:?}"),
-    }
-}
-
-fn meta<'a>(result: &'a CallToolResult, key: &str) -> Option<&'a str> {
-    result
-        .meta
-        .as_ref()
-        .expect("_meta on every result")
-        .0
-        .get(key)
-        .and_then(Value::as_str)
 }
 
 /// An answer: not an error, answered, CLOSED, no route; its text.
@@ -134,13 +89,6 @@ fn described(tools: &[Tool]) -> Value {
             json!({ "name": tool.name, "description": tool.description, "params": params })
         })
         .collect()
-}
-
-async fn list_changed(changes: &mut UnboundedReceiver<()>) {
-    tokio::time::timeout(WAIT, changes.recv())
-        .await
-        .expect("notifications/tools/list_changed within 10 s")
-        .expect("the client is still connected");
 }
 
 /// `tool` fails three times with `error` (the note's text); the third opens its circuit.

@@ -13,6 +13,12 @@
 
 #[path = "common/examples.rs"]
 mod examples;
+#[path = "common/mcp_client.rs"]
+#[allow(
+    dead_code,
+    reason = "shared by the MCP tests; not every helper is used in each"
+)]
+mod mcp_client;
 #[path = "../examples/mcp_server/notes.rs"]
 #[allow(
     dead_code,
@@ -23,38 +29,19 @@ mod notes;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, mpsc};
-use std::time::Duration;
 
 use circuit_breaker::CircuitState;
 use circuit_breaker::mcp::McpServer;
 use circuit_breaker::mcp::rmcp;
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
-use rmcp::service::{MaybeSendFuture, NotificationContext, RunningService};
+use rmcp::ServiceExt as _;
+use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
-use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
-use serde_json::{Map, Value, json};
-use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use serde_json::{Value, json};
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 use examples::example_binary;
+use mcp_client::{Client, WAIT, Watcher, args, call, list_changed, listed, meta, text};
 use notes::{GuardedNotebook, Notebook};
-
-const WAIT: Duration = Duration::from_secs(10);
-
-/// A client that reports every `notifications/tools/list_changed`.
-#[derive(Clone)]
-struct Watcher(UnboundedSender<()>);
-
-impl ClientHandler for Watcher {
-    fn on_tool_list_changed(
-        &self,
-        _context: NotificationContext<RoleClient>,
-    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
-        let _ = self.0.send(());
-        std::future::ready(())
-    }
-}
-
-type Client = RunningService<RoleClient, Watcher>;
 
 /// The client connected to the notebook served in process; the notebook kept to break and
 /// mend its tools.
@@ -72,55 +59,6 @@ async fn in_process() -> (Client, UnboundedReceiver<()>, Arc<GuardedNotebook>) {
     let (tx, rx) = unbounded_channel();
     let client = Watcher(tx).serve(client_end).await.expect("initialize");
     (client, rx, guarded)
-}
-
-fn args(value: Value) -> Map<String, Value> {
-    match value {
-        Value::Object(map) => map,
-        other => panic!("arguments must be an object, not {other}"),
-    }
-}
-
-async fn call(client: &Client, tool: &'static str, arguments: Value) -> CallToolResult {
-    client
-        .call_tool(CallToolRequestParams::new(tool).with_arguments(args(arguments)))
-        .await
-        .unwrap_or_else(|e| panic!("tools/call {tool} is a result, never a JSON-RPC error: {e}"))
-}
-
-fn text(result: &CallToolResult) -> &str {
-    assert_eq!(result.content.len(), 1, "one text content: {result:?}");
-    match &result.content[0] {
-        ContentBlock::Text(text) => &text.text,
-        other => panic!("not text: {other:?}"),
-    }
-}
-
-fn meta<'a>(result: &'a CallToolResult, key: &str) -> Option<&'a str> {
-    result
-        .meta
-        .as_ref()
-        .expect("_meta on every result")
-        .0
-        .get(key)
-        .and_then(Value::as_str)
-}
-
-async fn listed(client: &Client) -> Vec<String> {
-    client
-        .list_all_tools()
-        .await
-        .expect("tools/list")
-        .into_iter()
-        .map(|t| t.name.into_owned())
-        .collect()
-}
-
-async fn list_changed(changes: &mut UnboundedReceiver<()>) {
-    tokio::time::timeout(WAIT, changes.recv())
-        .await
-        .expect("notifications/tools/list_changed within 10 s")
-        .expect("the client is still connected");
 }
 
 fn no_list_changed(changes: &mut UnboundedReceiver<()>) {
