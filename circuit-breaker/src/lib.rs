@@ -41,6 +41,8 @@ pub mod mcp;
 mod mirror;
 pub mod policy;
 mod precheck;
+#[cfg(feature = "redis")]
+pub mod redis;
 mod registry;
 pub mod report;
 #[cfg(feature = "rig")]
