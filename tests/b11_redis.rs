@@ -14,7 +14,7 @@ mod redis_server;
 use std::time::{Duration, Instant};
 
 use circuit_breaker::event::Event;
-use circuit_breaker::redis::RedisFleet;
+use circuit_breaker::redis::{RedisFleet, RedisFleetBuilder};
 use circuit_breaker::{
     AlternativeSpec, CapabilityMap, CircuitState, Decision, Degradation, Expeditor, Failure,
     FailureCategory, Policy, ToolSpec,
@@ -73,13 +73,23 @@ fn rand_u32() -> u32 {
 }
 
 async fn worker_with(url: &str, ns: &str, name: &str, lease: Duration) -> (Worker, RedisFleet) {
-    let fleet = RedisFleet::connect(url, ns)
-        .worker(name)
-        .poll_interval(POLL)
-        .op_timeout(OP_TIMEOUT)
-        .probe_lease_ttl(lease)
-        .await
-        .expect("a fleet store");
+    worker_by(url, ns, name, |b| b.probe_lease_ttl(lease)).await
+}
+
+async fn worker_by(
+    url: &str,
+    ns: &str,
+    name: &str,
+    settings: impl FnOnce(RedisFleetBuilder) -> RedisFleetBuilder,
+) -> (Worker, RedisFleet) {
+    let fleet = settings(
+        RedisFleet::connect(url, ns)
+            .worker(name)
+            .poll_interval(POLL)
+            .op_timeout(OP_TIMEOUT),
+    )
+    .await
+    .expect("a fleet store");
     let log = EventLog::default();
     let e = Expeditor::builder(map())
         .policy(Policy::builder().budget(10_000).build().unwrap())
@@ -482,6 +492,68 @@ async fn b11_redis_hostile_store_contents_are_ignored_never_a_panic() {
         state(&workers[1].e, "search") == CircuitState::Open
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b11_redis_with_a_quorum_a_tool_opens_fleet_wide_only_once_enough_workers_saw_it() {
+    let redis = RedisServer::start();
+    let ns = namespace();
+    let mut workers = Vec::new();
+    for name in ["w-1", "w-2", "w-3"] {
+        workers.push(worker_by(&redis.url, &ns, name, |b| b.quorum(2)).await.0);
+    }
+    open3(&workers[0].e, "search");
+    tokio::time::sleep(BOUND).await;
+    assert!(
+        redis.get(&format!("{ns}:v1:open:search")).is_none(),
+        "one sighting is not a quorum"
+    );
+    for w in &workers[1..] {
+        assert_eq!(state(&w.e, "search"), CircuitState::Closed, "{}", w.name);
+    }
+    open3(&workers[1].e, "search");
+    until(BOUND, "w-3 sees the quorum's open", || {
+        state(&workers[2].e, "search") == CircuitState::Open
+    })
+    .await;
+    assert_eq!(workers[2].e.budget().status().consumed, 0);
+    let table = workers[2].e.state_table().to_string();
+    assert!(table.ends_with("search OPEN (opened by w-2)"), "{table}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b11_redis_r9_a_systemic_event_seen_by_one_worker_pauses_the_fleet_once() {
+    let redis = RedisServer::start();
+    let ns = namespace();
+    let workers = fleet_of(&redis.url, &ns, &["w-1", "w-2", "w-3"]).await;
+    open3(&workers[0].e, "search");
+    open3(&workers[0].e, "fetch");
+    assert!(workers[0].e.paused().is_some(), "systemic here");
+    for w in &workers[1..] {
+        until(BOUND, &w.name, || w.e.paused().is_some()).await;
+        assert_eq!(w.e.decide(id(&w.e, "lint")).kind(), "PAUSE");
+        assert_eq!(w.e.budget().status().consumed, 0, "{}", w.name);
+    }
+    // Read again and again while the key lives: still one event per worker.
+    tokio::time::sleep(POLL * 5).await;
+    for w in &workers[1..] {
+        let systemic = w
+            .log
+            .events()
+            .into_iter()
+            .filter(|e| matches!(e, Event::Systemic { .. }))
+            .count();
+        assert_eq!(systemic, 1, "{}: one event", w.name);
+        assert!(w.e.confirm_recovery().is_some());
+    }
+    tokio::time::sleep(POLL * 5).await;
+    for w in &workers[1..] {
+        assert!(
+            w.e.paused().is_none(),
+            "{}: not paused again by the same event",
+            w.name
+        );
+    }
 }
 
 /// The figures for BENCHMARKS.md: over many rounds, how long an open and a close take to
