@@ -486,12 +486,28 @@ async fn b11_redis_hostile_store_contents_are_ignored_never_a_panic() {
         assert_eq!(state(&w.e, "fetch"), CircuitState::Closed);
         assert_eq!(state(&w.e, "lint"), CircuitState::Closed);
     }
-    // And the fleet still works: a real open overwrites the garbage and is seen.
+    // And the fleet still works: a real open overwrites the garbage and is seen; a probe
+    // key without an expiry (no lease ever has none) does not stick the tool.
+    redis.command(&[
+        b"HSET",
+        format!("{ns}:v1:probe:search").as_bytes(),
+        b"a",
+        b"b",
+    ]);
     open3(&workers[0].e, "search");
     until(BOUND, "w-2 sees search", || {
         state(&workers[1].e, "search") == CircuitState::Open
     })
     .await;
+    let mut probes = probes_over(&workers, "search", POLL * 6).await;
+    assert_eq!(probes.len(), 1, "one probe, garbage or not");
+    probes.remove(0).1.success();
+    for w in &workers {
+        until(BOUND, &w.name, || {
+            state(&w.e, "search") == CircuitState::Closed
+        })
+        .await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -28,7 +28,8 @@
 //!    by that worker's probe ([`FleetLink::cleared`] with `true`); gone without one → expired
 //!    (`false`); a systemic event not seen before → paused here too, once per event id;
 //! 3. for every shared circuit whose probe is due here ([`FleetLink::probes_wanted`]), tries
-//!    to take the fleet's probe lease (`SET NX PX`, a random token); the worker that wins it
+//!    to take the fleet's probe lease (`SET NX PX`, a random token; a value there without
+//!    an expiry is no lease and is removed first); the worker that wins it
 //!    probes, the others keep skipping. The lease is released by compare-and-delete (only if
 //!    it still holds our token) when the probe ends or closes the circuit; a lease whose
 //!    holder died expires after the lease TTL, and another worker probes then.
@@ -341,6 +342,7 @@ impl FleetStore for RedisFleet {
             seen_open: HashMap::new(),
             seen_events: VecDeque::new(),
             leases: HashMap::new(),
+            hostile: HashMap::new(),
         };
         self.shared.runtime.spawn(task.run());
     }
@@ -447,33 +449,27 @@ struct SystemicValue {
     category: Option<FailureCategory>,
 }
 
-/// A value read from the store: ours (version 1, our JSON) or an error naming why not.
-fn parse<T: serde::de::DeserializeOwned>(key: &str, raw: Option<Vec<u8>>) -> Option<T> {
-    let raw = raw?;
-    let parsed = if raw.len() > MAX_VALUE {
-        Err(format!(
+/// A value read from the store: ours (version 1, our JSON), absent, or why it is not ours.
+fn parse<T: serde::de::DeserializeOwned>(raw: Option<Vec<u8>>) -> Result<Option<T>, String> {
+    #[derive(Deserialize)]
+    struct Version {
+        v: Option<u64>,
+    }
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    if raw.len() > MAX_VALUE {
+        return Err(format!(
             "{} bytes, over the {MAX_VALUE} a value may have",
             raw.len()
-        ))
-    } else {
-        #[derive(Deserialize)]
-        struct Version {
-            v: Option<u64>,
-        }
-        match serde_json::from_slice::<Version>(&raw) {
-            Ok(Version { v: Some(1) }) => {
-                serde_json::from_slice::<T>(&raw).map_err(|e| e.to_string())
-            }
-            Ok(Version { v }) => Err(format!("layout version {v:?}, not 1")),
-            Err(e) => Err(e.to_string()),
-        }
-    };
-    match parsed {
-        Ok(value) => Some(value),
-        Err(why) => {
-            tracing::warn!(key, %why, "redis fleet: ignoring a value that is not ours");
-            None
-        }
+        ));
+    }
+    match serde_json::from_slice::<Version>(&raw) {
+        Ok(Version { v: Some(1) }) => serde_json::from_slice::<T>(&raw)
+            .map(Some)
+            .map_err(|e| e.to_string()),
+        Ok(Version { v }) => Err(format!("layout version {v:?}, not 1")),
+        Err(e) => Err(e.to_string()),
     }
 }
 
@@ -524,6 +520,15 @@ if ARGV[3] ~= '' and redis.pcall('GET', KEYS[4]) == ARGV[3] then redis.call('DEL
 return 1
 ";
 
+/// Takes the lease if it is free (`SET NX PX`). A value without an expiry is no lease (every
+/// lease has one): garbage, removed, so that it cannot stick the tool. KEYS: probe. ARGV:
+/// token, ttl ms.
+const LEASE_SCRIPT: &str = r"
+if redis.call('PTTL', KEYS[1]) == -1 then redis.call('DEL', KEYS[1]) end
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+return 0
+";
+
 /// Compare-and-delete: the lease goes only if it still holds our token. KEYS: probe. ARGV: token.
 const RELEASE_SCRIPT: &str = r"
 if redis.pcall('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -570,6 +575,8 @@ struct Task {
     seen_events: VecDeque<String>,
     /// The probe leases this worker holds: tool → token.
     leases: HashMap<String, String>,
+    /// The keys whose value is not ours, with why: logged once per distinct reason.
+    hostile: HashMap<String, String>,
 }
 
 impl Task {
@@ -794,6 +801,27 @@ impl Task {
         }
     }
 
+    /// A value read under `key`, or `None` (absent, or not ours: logged once per reason).
+    fn decode<T: serde::de::DeserializeOwned>(
+        &mut self,
+        key: String,
+        raw: Option<Vec<u8>>,
+    ) -> Option<T> {
+        match parse(raw) {
+            Ok(value) => {
+                self.hostile.remove(&key);
+                value
+            }
+            Err(why) => {
+                if self.hostile.get(&key) != Some(&why) {
+                    tracing::warn!(key, %why, "redis fleet: ignoring a value that is not ours");
+                    self.hostile.insert(key, why);
+                }
+                None
+            }
+        }
+    }
+
     fn remember_event(&mut self, id: String) {
         if self.seen_events.len() >= SEEN_EVENTS {
             self.seen_events.pop_front();
@@ -827,7 +855,7 @@ impl Task {
         let closeds: Vec<Option<Vec<u8>>> = values.by_ref().take(tools.len()).collect();
         let systemic = values.next().flatten();
         for ((tool, open), closed) in tools.iter().zip(opens).zip(closeds) {
-            let open: Option<OpenValue> = parse(&self.keys.open(tool), open);
+            let open: Option<OpenValue> = self.decode(self.keys.open(tool), open);
             if let Some(open) = open {
                 let new = self.seen_open.get(tool) != Some(&open);
                 if new && open.worker != self.config.worker {
@@ -847,7 +875,7 @@ impl Task {
             let Some(gone) = self.seen_open.remove(tool) else {
                 continue;
             };
-            let closed: Option<ClosedValue> = parse(&self.keys.closed(tool), closed);
+            let closed: Option<ClosedValue> = self.decode(self.keys.closed(tool), closed);
             match closed {
                 // Closed by another worker's probe: closed here too.
                 Some(c) if c.worker != self.config.worker => {
@@ -861,7 +889,7 @@ impl Task {
                 _ => {}
             }
         }
-        let systemic: Option<SystemicValue> = parse(&self.keys.systemic(), systemic);
+        let systemic: Option<SystemicValue> = self.decode(self.keys.systemic(), systemic);
         if let Some(s) = systemic
             && !self.seen_events.contains(&s.id)
         {
@@ -884,21 +912,21 @@ impl Task {
                 continue;
             }
             let token = format!("{}:{:016x}", self.config.worker, random());
-            let mut cmd = ::redis::cmd("SET");
-            cmd.arg(self.keys.probe(&tool))
+            let mut cmd = ::redis::cmd("EVAL");
+            cmd.arg(LEASE_SCRIPT)
+                .arg(1)
+                .arg(self.keys.probe(&tool))
                 .arg(&token)
-                .arg("NX")
-                .arg("PX")
                 .arg(millis(self.config.lease_ttl));
-            let won: Option<String> = match self.query(&cmd).await {
+            let won: i64 = match self.query(&cmd).await {
                 Ok(v) => v,
                 Err(Fault::Unreachable(why)) => return Err(why),
                 Err(Fault::Refused(why)) => {
                     tracing::warn!(tool, %why, "redis fleet: the lease was refused");
-                    None
+                    0
                 }
             };
-            if won.is_some() {
+            if won == 1 {
                 self.leases.insert(tool.clone(), token.clone());
                 if !self.link.grant_probe(&tool) {
                     self.release(&tool, &token).await?;
