@@ -24,9 +24,16 @@ pub fn example_binary(name: &str) -> PathBuf {
         .join("examples")
         .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     if !built.iter().any(|b| b == name) {
+        // This build's features of the root package, so the examples `cargo test` built
+        // are found fresh (mcp, the examples' minimum, in any case).
         let mut features = vec!["mcp"];
-        if cfg!(feature = "rig") {
-            features.push("rig");
+        for (on, feature) in [
+            (cfg!(feature = "rig"), "rig"),
+            (cfg!(feature = "redis"), "redis"),
+        ] {
+            if on {
+                features.push(feature);
+            }
         }
         let mut cargo = Command::new(env!("CARGO"));
         cargo
