@@ -433,11 +433,92 @@ fn clock(c: &mut Criterion) {
     group.finish();
 }
 
+/// A store that is attached and does nothing: the expeditor's side of sharing, without I/O.
+struct InertStore;
+
+impl circuit_breaker::expeditor::FleetStore for InertStore {
+    fn name(&self) -> String {
+        "inert".to_owned()
+    }
+    fn attach(&self, _link: circuit_breaker::expeditor::FleetLink) {}
+    fn share(&self, _transitions: &[circuit_breaker::fleet::SharedTransition]) {}
+}
+
+/// The `work` expeditor of [`expeditor`] with a fleet store attached.
+fn expeditor_with_fleet(store: impl circuit_breaker::expeditor::FleetStore) -> (Expeditor, ToolId) {
+    let (plain, _) = expeditor();
+    let map = circuit_breaker::CapabilityMap::new().tool(
+        circuit_breaker::ToolSpec::new("work")
+            .provides("a cheap computation")
+            .fallback("do it by hand"),
+    );
+    let expeditor = Expeditor::builder(map)
+        .policy(plain.policy())
+        .fleet(store)
+        .build()
+        .expect("valid map");
+    let id = expeditor.tool("work").expect("declared");
+    (expeditor, id)
+}
+
+/// B11: the healthy path with a fleet store attached and without. With `--features redis`
+/// and `REDIS_URL` set, a real `RedisFleet` too, its task polling Redis on another thread
+/// meanwhile (every 100 ms).
+fn fleet(c: &mut Criterion) {
+    let mut group = c.benchmark_group("fleet");
+    let (expeditor, id) = expeditor();
+    group.bench_function("no store", |b| {
+        let mut x = 0u64;
+        b.iter(|| {
+            x = x.wrapping_add(1);
+            black_box(guarded_call(&expeditor, id, black_box(x)))
+        });
+    });
+    let (expeditor, id) = expeditor_with_fleet(InertStore);
+    group.bench_function("inert store attached", |b| {
+        let mut x = 0u64;
+        b.iter(|| {
+            x = x.wrapping_add(1);
+            black_box(guarded_call(&expeditor, id, black_box(x)))
+        });
+    });
+    #[cfg(feature = "redis")]
+    if let Ok(url) = std::env::var("REDIS_URL") {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let store = runtime
+            .block_on(async {
+                circuit_breaker::redis::RedisFleet::connect(url.as_str(), "bench")
+                    .worker("bench")
+                    .poll_interval(Duration::from_millis(100))
+                    .await
+            })
+            .expect("RedisFleet");
+        let (expeditor, id) = expeditor_with_fleet(store);
+        // The store's task runs on this thread while the benchmark runs.
+        let driver = std::thread::spawn(move || {
+            runtime.block_on(async { tokio::time::sleep(Duration::from_secs(30)).await });
+        });
+        group.bench_function("RedisFleet attached", |b| {
+            let mut x = 0u64;
+            b.iter(|| {
+                x = x.wrapping_add(1);
+                black_box(guarded_call(&expeditor, id, black_box(x)))
+            });
+        });
+        drop(expeditor);
+        let _ = driver.join();
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    targets = healthy, rejected, contended, step_healthy, step_contended, clock
+    targets = healthy, rejected, contended, step_healthy, step_contended, clock, fleet
 }
 criterion_main!(benches);
