@@ -292,7 +292,9 @@ async fn coordinate(o: &Options) -> Result<(), String> {
         }
     );
     if heal_at.is_some() {
-        println!("Probes of fetch across the fleet: {probes}, one at a time (one probe lease for the fleet).");
+        println!(
+            "Probes of fetch across the fleet: {probes}, one at a time (one probe lease for the fleet)."
+        );
     }
     Ok(())
 }
