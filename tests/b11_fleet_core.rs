@@ -217,6 +217,12 @@ fn b11_a_circuit_opened_by_one_worker_is_open_for_the_others_uncharged() {
             "{table}"
         );
         assert_eq!(e.offer().offered, ["fetch", "lint"]);
+        let task = circuit_breaker::Task::new().subtask("Search the web", ["search"]);
+        let report = e.pause_report(&task).to_string();
+        assert!(
+            report.contains("\nShared with the fleet through memory: search OPEN (opened by w1)\n"),
+            "the pause report says so too: {report}"
+        );
     }
     assert_eq!(
         workers[0]

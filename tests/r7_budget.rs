@@ -169,6 +169,8 @@ fn seed_pause_report() -> PauseReport {
         };
     PauseReport {
         mistakes: MistakeCount::default(),
+        servers: Vec::new(),
+        fleet: None,
         systemic: None,
         paused: Some(PauseReason::BudgetExhausted {
             consumed: 5,

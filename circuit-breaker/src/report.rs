@@ -248,6 +248,13 @@ pub struct PauseReport {
     /// The model's own mistakes this cycle, on a line of their own when there are any (B8).
     #[serde(default, skip_serializing_if = "MistakeCount::is_none")]
     pub mistakes: MistakeCount,
+    /// The servers the tools live on, a line each, when any tool is on one (B10).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<ServerLine>,
+    /// The fleet's store, when one is attached (B11): reachable or not, and which circuits
+    /// another worker opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<StoreStatus>,
 }
 
 impl PauseReport {
@@ -333,6 +340,8 @@ impl PauseReport {
             budget: budget.status(),
             recommendations,
             mistakes: engine.mistakes(),
+            servers: engine.servers(),
+            fleet: engine.fleet_status(),
         }
     }
 }
@@ -469,6 +478,12 @@ impl fmt::Display for PauseReport {
         )?;
         if !self.mistakes.is_none() {
             writeln!(f, "{}", self.mistakes)?;
+        }
+        for server in &self.servers {
+            writeln!(f, "{server}")?;
+        }
+        if let Some(fleet) = &self.fleet {
+            writeln!(f, "{fleet}")?;
         }
         if !self.recommendations.is_empty() {
             write!(f, "\nRecommendation:")?;
