@@ -363,17 +363,13 @@ fn b10_b6_the_server_travels_in_the_yaml_map() {
     assert_eq!(back.tools()[5].server(), None);
 }
 
-/// B10, R10.1: a model-driven agent never calls a tool it is not offered, so a down server
-/// is probed by its health check: due after the policy's interval (here in steps), recorded
-/// as reached (every tool back at once) or not (another interval, nothing charged).
-#[test]
-fn b10_a_down_server_is_probed_by_its_health_check_when_due() {
-    let log = EventLog::default();
-    let expeditor = Expeditor::builder(map())
+/// The map with a budget of 5, probes every `steps` steps, observed by `log`.
+fn probed_every_steps(steps: u32, log: &EventLog) -> Expeditor {
+    Expeditor::builder(map())
         .policy(
             Policy::builder()
                 .budget(5)
-                .probe_every(3)
+                .probe_every(steps)
                 .probe_unit(circuit_breaker::policy::ProbeUnit::Steps)
                 .build()
                 .unwrap(),
@@ -381,7 +377,16 @@ fn b10_a_down_server_is_probed_by_its_health_check_when_due() {
         .clock(clock())
         .observer(log.observer())
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+/// B10, R10.1: a model-driven agent never calls a tool it is not offered, so a down server
+/// is probed by its health check: due after the policy's interval (here in steps), recorded
+/// as reached (every tool back at once) or not (another interval, nothing charged).
+#[test]
+fn b10_a_down_server_is_probed_by_its_health_check_when_due() {
+    let log = EventLog::default();
+    let expeditor = probed_every_steps(3, &log);
     assert!(!expeditor.server_probe_due("files"), "up: nothing to probe");
     assert!(
         !expeditor.record_server_probe("files", true),
@@ -424,19 +429,7 @@ fn b10_a_down_server_is_probed_by_its_health_check_when_due() {
 #[test]
 fn b10_r9_3_no_server_probe_during_a_systemic_pause() {
     let log = EventLog::default();
-    let expeditor = Expeditor::builder(map())
-        .policy(
-            Policy::builder()
-                .budget(5)
-                .probe_every(1)
-                .probe_unit(circuit_breaker::policy::ProbeUnit::Steps)
-                .build()
-                .unwrap(),
-        )
-        .clock(clock())
-        .observer(log.observer())
-        .build()
-        .unwrap();
+    let expeditor = probed_every_steps(1, &log);
     fail_with(&expeditor, "read_file", closed());
     fail_with(&expeditor, "web_search", closed());
     assert!(expeditor.paused().is_some());

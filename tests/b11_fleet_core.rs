@@ -11,34 +11,9 @@ use circuit_breaker::event::Event;
 use circuit_breaker::expeditor::{FleetLink, FleetStore};
 use circuit_breaker::fleet::{SharedOpen, SharedTransition};
 use circuit_breaker::{
-    AlternativeSpec, CapabilityMap, CircuitState, Decision, Degradation, Expeditor, Failure,
-    FailureCategory, Policy, SkipReason, ToolSpec,
+    CircuitState, Decision, Expeditor, Failure, FailureCategory, Policy, SkipReason,
 };
-use common::{EventLog, T0, clock, id, kind, succeed};
-
-fn map() -> CapabilityMap {
-    CapabilityMap::new()
-        .tool(
-            ToolSpec::new("search")
-                .provides("web search")
-                .alternative(
-                    AlternativeSpec::new("fetch")
-                        .method("fetch the likely pages")
-                        .degradation(Degradation::low("no ranking")),
-                )
-                .fallback("ask the user"),
-        )
-        .tool(
-            ToolSpec::new("fetch")
-                .provides("page fetching")
-                .fallback("ask the user for the page"),
-        )
-        .tool(
-            ToolSpec::new("lint")
-                .provides("linting")
-                .fallback("lint by hand"),
-        )
-}
+use common::{EventLog, T0, clock, fleet_map, id, kind, succeed};
 
 /// The bus every worker's store writes to, and the one probe lease per tool.
 #[derive(Default)]
@@ -96,7 +71,7 @@ fn fleet(names: &[&str]) -> (Arc<Mutex<Bus>>, Vec<Worker>) {
         .map(|name| {
             let link: Arc<Mutex<Option<FleetLink>>> = Arc::default();
             let log = EventLog::default();
-            let expeditor = Expeditor::builder(map())
+            let expeditor = Expeditor::builder(fleet_map())
                 .policy(Policy::builder().budget(5).build().unwrap())
                 .clock(clock())
                 .observer(log.observer())

@@ -15,41 +15,14 @@ use std::time::{Duration, Instant};
 
 use circuit_breaker::event::Event;
 use circuit_breaker::redis::{RedisFleet, RedisFleetBuilder};
-use circuit_breaker::{
-    AlternativeSpec, CapabilityMap, CircuitState, Decision, Degradation, Expeditor, Failure,
-    FailureCategory, Policy, ToolSpec,
-};
-use common::{EventLog, id};
+use circuit_breaker::{CircuitState, Decision, Expeditor, Failure, FailureCategory, Policy};
+use common::{EventLog, fleet_map, id};
 use redis_server::RedisServer;
 
 const POLL: Duration = Duration::from_millis(50);
 const OP_TIMEOUT: Duration = Duration::from_millis(150);
 /// The published bound (poll + op timeout + a round trip) with room for a loaded CI machine.
 const BOUND: Duration = Duration::from_millis(50 + 150 + 300);
-
-fn map() -> CapabilityMap {
-    CapabilityMap::new()
-        .tool(
-            ToolSpec::new("search")
-                .provides("web search")
-                .alternative(
-                    AlternativeSpec::new("fetch")
-                        .method("fetch the likely pages")
-                        .degradation(Degradation::low("no ranking")),
-                )
-                .fallback("ask the user"),
-        )
-        .tool(
-            ToolSpec::new("fetch")
-                .provides("page fetching")
-                .fallback("ask the user for the page"),
-        )
-        .tool(
-            ToolSpec::new("lint")
-                .provides("linting")
-                .fallback("lint by hand"),
-        )
-}
 
 struct Worker {
     name: String,
@@ -91,7 +64,7 @@ async fn worker_by(
     .await
     .expect("a fleet store");
     let log = EventLog::default();
-    let e = Expeditor::builder(map())
+    let e = Expeditor::builder(fleet_map())
         .policy(Policy::builder().budget(10_000).build().unwrap())
         .observer(log.observer())
         .fleet(fleet.clone())

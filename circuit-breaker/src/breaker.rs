@@ -337,13 +337,7 @@ impl BreakerRecord {
         step: u64,
         failure: Failure,
     ) -> Option<Transition> {
-        self.consecutive_failures = self.consecutive_failures.saturating_add(1);
-        self.total_failures = self.total_failures.saturating_add(1);
-        if self.recent_failures.len() == RUN_MEMORY {
-            self.recent_failures.remove(0);
-        }
-        self.recent_failures.push(failure.clone());
-        self.last_failure = Some(FailureMark { at, step, failure });
+        self.write_down(at, step, failure);
         match (via, self.state) {
             (Via::Probe(epoch), CircuitState::HalfOpen) if self.probe == Some(epoch) => {
                 self.probe = None;
@@ -369,13 +363,7 @@ impl BreakerRecord {
     pub(crate) fn succeed(&mut self, via: Via) -> Option<Transition> {
         match (via, self.state) {
             (Via::Probe(epoch), CircuitState::HalfOpen) if self.probe == Some(epoch) => {
-                self.probe = None;
-                self.state = CircuitState::Closed;
-                self.consecutive_failures = 0;
-                self.recent_failures.clear();
-                self.opened_at_step = None;
-                self.attempts_since_open = 0;
-                self.backoff = 0;
+                self.come_up();
                 Some(Transition::Closed)
             }
             (_, CircuitState::Closed) => {
@@ -392,6 +380,12 @@ impl BreakerRecord {
     /// Its server was found unreachable (B10): the failure is written down and the circuit
     /// opens at `step`, whatever its state (a probe in flight is void: its server is down).
     pub(crate) fn go_down(&mut self, at: Timestamp, step: u64, failure: Failure) {
+        self.write_down(at, step, failure);
+        self.rearm(step);
+    }
+
+    /// One more failure in the run: counted, kept among the recent ones, the last.
+    fn write_down(&mut self, at: Timestamp, step: u64, failure: Failure) {
         self.consecutive_failures = self.consecutive_failures.saturating_add(1);
         self.total_failures = self.total_failures.saturating_add(1);
         if self.recent_failures.len() == RUN_MEMORY {
@@ -399,12 +393,18 @@ impl BreakerRecord {
         }
         self.recent_failures.push(failure.clone());
         self.last_failure = Some(FailureMark { at, step, failure });
+    }
+
+    /// OPEN from `step` on, whatever it was: a probe in flight is void, the next waits a
+    /// whole interval (its server found unreachable, or a probe of it by another tool
+    /// failed: B10).
+    pub(crate) fn rearm(&mut self, step: u64) {
         self.probe = None;
         self.open(step);
     }
 
-    /// Its server was reached again by another tool's probe (B10): CLOSED, as after a
-    /// successful probe of its own.
+    /// CLOSED, the run forgotten: a successful probe of its own, or its server reached
+    /// again by another tool's probe or another worker's (B10, B11).
     pub(crate) fn come_up(&mut self) {
         self.probe = None;
         self.state = CircuitState::Closed;

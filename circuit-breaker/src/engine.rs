@@ -653,14 +653,13 @@ impl Engine {
         let name = def.spec.name();
         let during_event = self.cascade.active();
         let category = failure.category();
-        if let Some(outage) = self.groups.outage_of(tool) {
+        if self.groups.outage_of(tool).is_some() {
             let live_probe = matches!(via, Via::Probe(epoch)
                 if self.records[i].state == CircuitState::HalfOpen
                     && self.records[i].probe == Some(epoch));
             if !live_probe && failure.is_server_unreachable() {
                 // A call sent before the outage was known, failing with it: the outage's
                 // failure, written down and charged once already (R9.4).
-                let _ = outage;
                 return self.recorded(i);
             }
             if live_probe && !failure.is_server_unreachable() {
@@ -708,7 +707,7 @@ impl Engine {
             changes.events.push(transition_event(&def, record, t));
         }
         if transition == Some(Transition::Reopened) {
-            self.rearm_outage(tool, step, now, changes);
+            self.rearm_outage(tool, Some(tool), step, now, changes);
         }
         if let Some(t) = transition {
             self.fleet_opened_here(i, t, changes);
@@ -750,7 +749,7 @@ impl Engine {
         if self.halt.is_some() {
             return false;
         }
-        let Some(g) = self.groups.groups.iter().position(|g| &*g.name == server) else {
+        let Some(g) = self.groups.find(server) else {
             return false;
         };
         let Some(outage) = self.groups.groups[g].outage.clone() else {
@@ -793,7 +792,7 @@ impl Engine {
         now: Timestamp,
         changes: &mut Changes,
     ) -> bool {
-        let Some(g) = self.groups.groups.iter().position(|g| &*g.name == server) else {
+        let Some(g) = self.groups.find(server) else {
             return false;
         };
         let Some(first) = self.groups.groups[g]
@@ -806,19 +805,9 @@ impl Engine {
         if reached {
             self.group_up(g, None, changes);
         } else {
-            // Every tool of the outage waits again, the first one included (HALF-OPEN when
-            // its probe was just given up).
-            if let Some(record) = self.records.get_mut(first.index() as usize)
-                && record.state != CircuitState::Closed
-            {
-                record.state = CircuitState::Open;
-                record.probe = None;
-                record.opened_at_step = Some(step);
-                record.attempts_since_open = 0;
-                changes.attempts.push((first, 0));
-                changes.touch(first);
-            }
-            self.rearm_outage(first, step, now, changes);
+            // Every tool of the outage waits again, none excepted (one HALF-OPEN when its
+            // probe was just given up).
+            self.rearm_outage(first, None, step, now, changes);
         }
         true
     }
@@ -826,9 +815,8 @@ impl Engine {
     /// Whether `server` is down (B10).
     pub(crate) fn is_server_down(&self, server: &str) -> bool {
         self.groups
-            .groups
-            .iter()
-            .any(|g| &*g.name == server && g.outage.is_some())
+            .find(server)
+            .is_some_and(|g| self.groups.groups[g].outage.is_some())
     }
 
     // ----- the fleet (B11) -------------------------------------------------------------
@@ -956,20 +944,13 @@ impl Engine {
         if !slot.shared {
             return false;
         }
-        let record = &mut self.records[i];
+        let record = &self.records[i];
         if closed && record.state != CircuitState::Closed && record.probe.is_none() {
-            record.come_up();
             *slot = FleetSlot::default();
-            changes.attempts.push((id, 0));
-            changes.touch(id);
+            self.bring_back(id, changes);
             changes.events.push(Event::SharedClosed {
                 tool: tool.to_owned(),
             });
-            if let Some(precheck) = self.prechecks.get_mut(i)
-                && precheck.gated()
-            {
-                precheck.result = None;
-            }
             return true;
         }
         if slot.remote.take().is_some() {
@@ -1152,16 +1133,21 @@ impl Engine {
     /// The tools on `server`, in map order (empty when no tool is on it).
     pub(crate) fn server_tools(&self, server: &str) -> Vec<ToolId> {
         self.groups
-            .groups
-            .iter()
-            .find(|g| &*g.name == server)
-            .map(|g| g.members.clone())
+            .find(server)
+            .map(|g| self.groups.groups[g].members.clone())
             .unwrap_or_default()
     }
 
     /// A failed probe of a server still unreachable (B10): the tools its outage took down
     /// wait another interval with it, and the next probe may be any of them.
-    fn rearm_outage(&mut self, tool: ToolId, step: u64, now: Timestamp, changes: &mut Changes) {
+    fn rearm_outage(
+        &mut self,
+        tool: ToolId,
+        except: Option<ToolId>,
+        step: u64,
+        now: Timestamp,
+        changes: &mut Changes,
+    ) {
         let Some(outage) = self.outage_mut(tool) else {
             return;
         };
@@ -1171,20 +1157,34 @@ impl Engine {
             .tools
             .iter()
             .copied()
-            .filter(|&t| t != tool)
+            .filter(|&t| Some(t) != except)
             .collect();
         for other in others {
             if let Some(record) = self.records.get_mut(other.index() as usize)
                 && record.state != CircuitState::Closed
             {
                 // A HALF-OPEN one (its probe dropped) waits with the rest.
-                record.state = CircuitState::Open;
-                record.probe = None;
-                record.opened_at_step = Some(step);
-                record.attempts_since_open = 0;
+                record.rearm(step);
                 changes.attempts.push((other, 0));
                 changes.touch(other);
             }
+        }
+    }
+
+    /// `tool` is CLOSED again by something other than its own probe (its server reached,
+    /// another worker's probe): its mirror cells reset, and a tool held back by a check is
+    /// checked again (R10.3), as after a probe of its own.
+    fn bring_back(&mut self, tool: ToolId, changes: &mut Changes) {
+        let i = tool.index() as usize;
+        if let Some(record) = self.records.get_mut(i) {
+            record.come_up();
+            changes.attempts.push((tool, 0));
+            changes.touch(tool);
+        }
+        if let Some(precheck) = self.prechecks.get_mut(i)
+            && precheck.gated()
+        {
+            precheck.result = None;
         }
     }
 
@@ -1319,17 +1319,7 @@ impl Engine {
             if Some(member) == except {
                 continue;
             }
-            let i = member.index() as usize;
-            if let Some(record) = self.records.get_mut(i) {
-                record.come_up();
-                changes.attempts.push((member, 0));
-                changes.touch(member);
-            }
-            if let Some(precheck) = self.prechecks.get_mut(i)
-                && precheck.gated()
-            {
-                precheck.result = None;
-            }
+            self.bring_back(member, changes);
         }
         let tools = outage
             .tools

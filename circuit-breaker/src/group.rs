@@ -97,7 +97,7 @@ impl Groups {
     /// Registers the next tool (its index is the number registered so far), on `server`.
     pub(crate) fn register(&mut self, tool: ToolId, server: Option<&str>) {
         let group = server.and_then(|server| {
-            let index = if let Some(index) = self.groups.iter().position(|g| &*g.name == server) {
+            let index = if let Some(index) = self.find(server) {
                 index
             } else {
                 self.groups.push(Group {
@@ -111,6 +111,11 @@ impl Groups {
             u32::try_from(index).ok()
         });
         self.of.push(group);
+    }
+
+    /// The index of the group of `server`, if a tool is on it.
+    pub(crate) fn find(&self, server: &str) -> Option<usize> {
+        self.groups.iter().position(|g| &*g.name == server)
     }
 
     /// The group index of `tool`, if it is on a server.

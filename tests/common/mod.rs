@@ -398,3 +398,28 @@ impl std::future::Future for YieldOnce {
         }
     }
 }
+
+/// The map the fleet tests share (B11): `search` (routed to `fetch`), `fetch`, `lint`.
+pub fn fleet_map() -> CapabilityMap {
+    CapabilityMap::new()
+        .tool(
+            ToolSpec::new("search")
+                .provides("web search")
+                .alternative(
+                    circuit_breaker::AlternativeSpec::new("fetch")
+                        .method("fetch the likely pages")
+                        .degradation(circuit_breaker::Degradation::low("no ranking")),
+                )
+                .fallback("ask the user"),
+        )
+        .tool(
+            ToolSpec::new("fetch")
+                .provides("page fetching")
+                .fallback("ask the user for the page"),
+        )
+        .tool(
+            ToolSpec::new("lint")
+                .provides("linting")
+                .fallback("lint by hand"),
+        )
+}
