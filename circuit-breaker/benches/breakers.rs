@@ -30,15 +30,120 @@
 //! Run with `cargo bench -p circuit-breaker --bench breakers` (only the step cases:
 //! `... -- step_`); `BENCHMARKS.md` has a run.
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
-use std::sync::Barrier;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Barrier, Once};
+use std::task::{Context, Poll, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use circuit_breaker::{Decision, Expeditor, Policy, expeditor::ToolId, toolbox};
+use circuit_breaker::{
+    CapabilityMap, CircuitState, Decision, Expeditor, Policy, ToolSpec, expeditor::ToolId,
+    policy::ProbeUnit, toolbox,
+};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, criterion_group, criterion_main};
+use tower::Service as _;
+
+/// A counting global allocator for the allocation and memory rows. Counting is off unless
+/// [`counted`] switches it on (one relaxed load per allocation otherwise), and only one
+/// thread runs while it is on, so the counts are that code's alone.
+struct Counting;
+
+static COUNTING: AtomicBool = AtomicBool::new(false);
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+static ALLOCATED: AtomicU64 = AtomicU64::new(0);
+static LIVE: AtomicI64 = AtomicI64::new(0);
+
+fn on_alloc(size: usize) {
+    if COUNTING.load(Ordering::Relaxed) {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        ALLOCATED.fetch_add(size as u64, Ordering::Relaxed);
+        LIVE.fetch_add(size as i64, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: every method forwards to `System` with the caller's arguments unchanged; counting
+// touches only atomics, which never allocate.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        on_alloc(layout.size());
+        // SAFETY: forwarded as is.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        on_alloc(layout.size());
+        // SAFETY: forwarded as is.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+            ALLOCATED.fetch_add(new_size as u64, Ordering::Relaxed);
+            LIVE.fetch_add(new_size as i64 - layout.size() as i64, Ordering::Relaxed);
+        }
+        // SAFETY: forwarded as is.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if COUNTING.load(Ordering::Relaxed) {
+            LIVE.fetch_sub(layout.size() as i64, Ordering::Relaxed);
+        }
+        // SAFETY: forwarded as is.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// What the allocator saw while [`counted`] ran its function.
+#[derive(Clone, Copy, Debug)]
+struct Counts {
+    /// Allocations and reallocations.
+    allocations: u64,
+    /// Bytes asked for by them.
+    bytes: u64,
+    /// Bytes allocated and not freed (what the function's result keeps, if it returns it).
+    live: i64,
+}
+
+/// Runs `f` with the counting allocator on; returns its result (dropped by the caller, after
+/// counting stops) and the counts.
+fn counted<R>(f: impl FnOnce() -> R) -> (R, Counts) {
+    ALLOCATIONS.store(0, Ordering::Relaxed);
+    ALLOCATED.store(0, Ordering::Relaxed);
+    LIVE.store(0, Ordering::Relaxed);
+    COUNTING.store(true, Ordering::SeqCst);
+    let result = f();
+    COUNTING.store(false, Ordering::SeqCst);
+    let counts = Counts {
+        allocations: ALLOCATIONS.load(Ordering::Relaxed),
+        bytes: ALLOCATED.load(Ordering::Relaxed),
+        live: LIVE.load(Ordering::Relaxed),
+    };
+    (result, counts)
+}
+
+/// Counts `calls` runs of `call` and prints the allocations per call, once per run of the
+/// binary (the line criterion's filter selects with the benchmark it precedes).
+fn print_allocations(label: &str, calls: u64, mut call: impl FnMut(u64)) {
+    let ((), counts) = counted(|| {
+        for i in 0..calls {
+            call(i);
+        }
+    });
+    #[allow(clippy::cast_precision_loss)]
+    let (n, b) = (
+        counts.allocations as f64 / calls as f64,
+        counts.bytes as f64 / calls as f64,
+    );
+    println!("\nalloc/{label}: {n:.2} allocations, {b:.1} bytes per call (over {calls} calls)");
+}
 
 /// The tool: as cheap as a function can be, so that only the breaker is measured.
 #[inline(never)]
@@ -123,6 +228,69 @@ fn failsafe() -> Failsafe {
     failsafe::Config::new().failure_policy(policy).build()
 }
 
+/// The tool as a tower `Service` for tower-resilience: `work` (or `broken`) behind a ready
+/// future, so the service itself costs nothing but the call.
+#[derive(Clone, Copy)]
+struct TowerTool(fn(u64) -> Result<u64, std::io::Error>);
+
+impl tower::Service<u64> for TowerTool {
+    type Response = u64;
+    type Error = std::io::Error;
+    type Future = std::future::Ready<Result<u64, std::io::Error>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, x: u64) -> Self::Future {
+        std::future::ready((self.0)(x))
+    }
+}
+
+type TowerBreaker = tower_resilience::circuitbreaker::CircuitBreaker<
+    TowerTool,
+    tower_resilience::circuitbreaker::DefaultClassifier,
+>;
+type TowerError = tower_resilience::circuitbreaker::CircuitBreakerError<std::io::Error>;
+
+/// tower-resilience 0.13, consecutive failures, threshold `k` (3 like the others), one hour
+/// open, around `tool`.
+fn tower_breaker_with(k: usize, tool: fn(u64) -> Result<u64, std::io::Error>) -> TowerBreaker {
+    tower_resilience::circuitbreaker::CircuitBreakerLayer::builder()
+        .consecutive_failures(k)
+        .wait_duration_in_open(Duration::from_secs(3600))
+        .build()
+        .expect("valid tower-resilience config")
+        .layer_fn(TowerTool(tool))
+}
+
+fn tower_breaker() -> TowerBreaker {
+    tower_breaker_with(3, work)
+}
+
+/// One call through tower-resilience's breaker, driven by hand without a runtime:
+/// `poll_ready`, `call`, then the returned (boxed) future polled with a no-op waker. On an
+/// uncontended breaker every poll is ready at once; a `Pending` (its tokio mutex held by the
+/// other thread in `step_contended`) is polled again after `yield_now`: the minimal executor.
+#[inline]
+fn tower_call(service: &mut TowerBreaker, x: u64) -> Result<u64, TowerError> {
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        match service.poll_ready(&mut cx) {
+            Poll::Ready(Ok(())) => break,
+            Poll::Ready(Err(e)) => return Err(e),
+            Poll::Pending => thread::yield_now(),
+        }
+    }
+    let mut future = service.call(x);
+    loop {
+        if let Poll::Ready(result) = future.as_mut().poll(&mut cx) {
+            return result;
+        }
+        thread::yield_now();
+    }
+}
+
 fn healthy(c: &mut Criterion) {
     let mut group = c.benchmark_group("healthy");
     group.bench_function("direct call", |b| {
@@ -165,6 +333,14 @@ fn healthy(c: &mut Criterion) {
             black_box(failsafe.call(|| work(black_box(x))).ok())
         });
     });
+    let mut tower = tower_breaker();
+    group.bench_function("tower-resilience 0.13", |b| {
+        let mut x = 0u64;
+        b.iter(|| {
+            x = x.wrapping_add(1);
+            black_box(tower_call(&mut tower, black_box(x)).ok())
+        });
+    });
     group.finish();
 }
 
@@ -205,6 +381,41 @@ fn rejected(c: &mut Criterion) {
             b.iter(|| black_box(failsafe.call(|| work(black_box(1))).is_err()));
         });
     }
+    let mut tower = tower_breaker_with(3, broken);
+    for _ in 0..3 {
+        let _ = tower_call(&mut tower, 0);
+    }
+    assert!(matches!(
+        tower_call(&mut tower, 0),
+        Err(TowerError::OpenCircuit)
+    ));
+    group.bench_function("tower-resilience 0.13", |b| {
+        b.iter(|| black_box(tower_call(&mut tower, black_box(1)).is_err()));
+    });
+    // Issue 14: the generated method on an OPEN tool. The refusal is built and dropped
+    // unrendered; rendering its text is the next row, apart.
+    let guarded = refusing::open();
+    print_allocations("refusal via #[toolbox]", 1_000, |x| {
+        black_box(guarded.work(black_box(x)).is_err());
+    });
+    group.bench_function("circuit-breaker #[toolbox] method", |b| {
+        let mut x = 0u64;
+        b.iter(|| {
+            x = x.wrapping_add(1);
+            black_box(guarded.work(black_box(x)).is_err())
+        });
+    });
+    print_allocations("refusal via #[toolbox], rendered (to_string)", 1_000, |x| {
+        if let Err(e) = guarded.work(black_box(x)) {
+            black_box(e.to_string());
+        }
+    });
+    let Err(refusal) = guarded.work(0) else {
+        panic!("the tool is OPEN")
+    };
+    group.bench_function("circuit-breaker #[toolbox] refusal, render text", |b| {
+        b.iter(|| black_box(black_box(&refusal).to_string()));
+    });
     group.finish();
 }
 
@@ -216,6 +427,36 @@ fn on_threads(threads: usize, iters: u64, call: &(dyn Fn(u64) + Sync)) -> Durati
         let handles: Vec<_> = (0..threads)
             .map(|_| {
                 scope.spawn(|| {
+                    barrier.wait();
+                    let start = Instant::now();
+                    for i in 0..iters {
+                        call(i);
+                    }
+                    start.elapsed()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .sum()
+    });
+    total / u32::try_from(threads).unwrap_or(1)
+}
+
+/// [`on_threads`] for a call with state of its own per thread: `make` runs on each thread,
+/// before the barrier, and gives that thread's call.
+fn on_threads_with<'a>(
+    threads: usize,
+    iters: u64,
+    make: &(dyn Fn() -> Box<dyn FnMut(u64) + 'a> + Sync),
+) -> Duration {
+    let barrier = Barrier::new(threads);
+    let total: Duration = thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut call = make();
                     barrier.wait();
                     let start = Instant::now();
                     for i in 0..iters {
@@ -367,6 +608,18 @@ fn step_cadence<const EVERY: u64>(group: &mut BenchmarkGroup<'_, WallTime>, cade
             black_box(failsafe.call(|| work(black_box(x))).ok())
         });
     });
+    let mut tower = tower_breaker();
+    let steps = AtomicU64::new(0);
+    group.bench_function(BenchmarkId::new("tower-resilience 0.13", cadence), |b| {
+        let mut x = 0u64;
+        b.iter(|| {
+            x = x.wrapping_add(1);
+            if due::<EVERY>(x) {
+                black_box(advance(&steps));
+            }
+            black_box(tower_call(&mut tower, black_box(x)).ok())
+        });
+    });
 }
 
 /// Two threads on one tool, each stepping before every tenth of its own calls (one shared
@@ -415,6 +668,30 @@ fn step_contended(c: &mut Criterion) {
         });
         group.bench_function(BenchmarkId::new(name, "2 threads"), |b| {
             b.iter_custom(|iters| on_threads(2, iters, call));
+        });
+    }
+    // tower's `Service::call` takes `&mut self`: each thread calls its own clone of one
+    // breaker (clones share the circuit, as tower's services do).
+    let tower = tower_breaker();
+    let tower_steps = AtomicU64::new(0);
+    let make = || {
+        let mut service = tower.clone();
+        let steps = &tower_steps;
+        Box::new(move |x: u64| {
+            if due::<10>(x) {
+                black_box(advance(steps));
+            }
+            black_box(tower_call(&mut service, black_box(x)).ok());
+        }) as Box<dyn FnMut(u64) + '_>
+    };
+    for threads in [1, 2] {
+        let label = if threads == 1 {
+            "1 thread"
+        } else {
+            "2 threads"
+        };
+        group.bench_function(BenchmarkId::new("tower-resilience 0.13", label), |b| {
+            b.iter_custom(|iters| on_threads_with(threads, iters, &make));
         });
     }
     group.finish();
@@ -514,11 +791,450 @@ fn fleet(c: &mut Criterion) {
     group.finish();
 }
 
+/// The generated method on an OPEN tool (issue 14's refusal row): a toolbox whose tool
+/// always fails, probes counted in steps and no step taken, so it stays OPEN.
+mod refusing {
+    use circuit_breaker::toolbox;
+
+    pub struct Broken;
+
+    #[toolbox(policy(
+        threshold = 3,
+        budget = 1_000_000,
+        probe_every = 1_000,
+        probe_unit = "steps"
+    ))]
+    impl Broken {
+        #[tool(provides = "a cheap computation", fallback = "do it by hand")]
+        fn work(&self, x: u64) -> Result<u64, std::io::Error> {
+            super::broken(x)
+        }
+    }
+
+    /// The guarded toolbox with `work` OPEN.
+    pub fn open() -> GuardedBroken {
+        let guarded = GuardedBroken::new(Broken);
+        for x in 0..3 {
+            assert!(guarded.work(x).is_err());
+        }
+        assert_eq!(
+            guarded
+                .expeditor()
+                .state(guarded.expeditor().tool("work").expect("declared")),
+            Some(super::CircuitState::Open)
+        );
+        guarded
+    }
+}
+
+/// The JSON dispatcher (issue 14, last target): `#[toolbox(json)]` with four tools, `work`
+/// the last arm of the generated match on the name.
+mod json_tools {
+    use circuit_breaker::toolbox;
+
+    pub struct Tools;
+
+    #[toolbox(
+        json,
+        policy(threshold = 3, budget = 1_000_000, probe_every = 1_000_000)
+    )]
+    impl Tools {
+        /// Reads a file.
+        #[tool(provides = "file reading", fallback = "ask the user for the file")]
+        fn read(&self, path: &str) -> Result<String, std::io::Error> {
+            Ok(path.to_owned())
+        }
+
+        /// Searches.
+        #[tool(provides = "content search", fallback = "ask the user where to look")]
+        fn grep(&self, pattern: &str, limit: Option<u32>) -> Result<u32, std::io::Error> {
+            Ok(u32::try_from(pattern.len()).unwrap_or(0) + limit.unwrap_or(0))
+        }
+
+        /// Runs a command.
+        #[tool(provides = "command execution", fallback = "ask the user to run it")]
+        fn bash(&self, command: &str) -> Result<usize, std::io::Error> {
+            Ok(command.len())
+        }
+
+        /// The cheap computation.
+        #[tool(provides = "a cheap computation", fallback = "do it by hand")]
+        fn work(
+            &self,
+            /// The input.
+            x: u64,
+        ) -> Result<u64, std::io::Error> {
+            super::work(x)
+        }
+    }
+
+    /// What a caller without the dispatcher writes for `work`: its own argument struct.
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct WorkArgs {
+        pub x: u64,
+    }
+}
+
+/// An expeditor whose tools stay CLOSED under any failure count the benchmarks reach:
+/// threshold and budget 1,000,000; probes in steps.
+fn closed_policy() -> Policy {
+    Policy::builder()
+        .threshold(1_000_000)
+        .budget(1_000_000)
+        .probe_every(1_000)
+        .probe_unit(ProbeUnit::Steps)
+        .build()
+        .expect("valid policy")
+}
+
+fn failing_expeditor() -> (Expeditor, ToolId) {
+    let (plain, _) = expeditor();
+    let map = plain.capability_map();
+    let expeditor = Expeditor::builder(map)
+        .policy(closed_policy())
+        .build()
+        .expect("valid map");
+    let id = expeditor.tool("work").expect("declared");
+    (expeditor, id)
+}
+
+/// decide + the tool's error + `ticket.failure(message)`: the failure path on a CLOSED tool.
+#[inline]
+fn guarded_failure<M: Into<circuit_breaker::Failure>>(
+    expeditor: &Expeditor,
+    id: ToolId,
+    x: u64,
+    message: impl FnOnce() -> M,
+) -> bool {
+    match expeditor.decide(id) {
+        Decision::Call(ticket) | Decision::Probe(ticket) => match broken(x) {
+            Ok(_) => {
+                ticket.success();
+                false
+            }
+            Err(_) => {
+                black_box(ticket.failure(message()));
+                true
+            }
+        },
+        Decision::Skip(_) | Decision::Pause(_) => false,
+    }
+}
+
+/// Failures per fresh expeditor in the `failure` group: the ledger of one never holds more
+/// than this many (at most a few MB however long criterion runs).
+const FAILURE_CHUNK: u64 = 10_000;
+
+/// Times `iters` failures on CLOSED tools: a fresh expeditor (built and dropped untimed) for
+/// every [`FAILURE_CHUNK`] failures, so the breaker stays CLOSED and memory stays bounded.
+fn time_failures<M: Into<circuit_breaker::Failure>>(
+    iters: u64,
+    message: impl Fn(u64) -> M,
+) -> Duration {
+    let mut total = Duration::ZERO;
+    let mut done = 0;
+    while done < iters {
+        let n = (iters - done).min(FAILURE_CHUNK);
+        let (expeditor, id) = failing_expeditor();
+        let start = Instant::now();
+        for x in done..done + n {
+            black_box(guarded_failure(&expeditor, id, black_box(x), || message(x)));
+        }
+        total += start.elapsed();
+        debug_assert_eq!(expeditor.state(id), Some(CircuitState::Closed));
+        drop(expeditor);
+        done += n;
+    }
+    total
+}
+
+/// Issue 14: a failure on a CLOSED tool, ours and the peers', each configured never to open
+/// (recloser: error rate above 1; failsafe and tower-resilience: `u32::MAX` / `usize::MAX`
+/// consecutive failures).
+fn failure(c: &mut Criterion) {
+    let mut group = c.benchmark_group("failure");
+    const STATIC: &str = "connection refused";
+    {
+        let (expeditor, id) = failing_expeditor();
+        print_allocations("failure, static message", 1_000, |x| {
+            guarded_failure(&expeditor, id, x, || STATIC);
+        });
+        print_allocations(
+            "failure, owned String message (its String included)",
+            1_000,
+            |x| {
+                guarded_failure(&expeditor, id, x, || String::from(STATIC));
+            },
+        );
+        assert_eq!(expeditor.state(id), Some(CircuitState::Closed));
+    }
+    group.bench_function("circuit-breaker runtime API, static message", |b| {
+        b.iter_custom(|iters| time_failures(iters, |_| STATIC));
+    });
+    group.bench_function("circuit-breaker runtime API, owned String message", |b| {
+        b.iter_custom(|iters| time_failures(iters, |_| String::from(STATIC)));
+    });
+    let recloser = recloser::Recloser::custom()
+        .error_rate(2.0)
+        .closed_len(3)
+        .half_open_len(1)
+        .open_wait(Duration::from_secs(3600))
+        .build();
+    print_allocations("failure, recloser 1.4", 1_000, |x| {
+        black_box(recloser.call(|| broken(x)).is_err());
+    });
+    group.bench_function("recloser 1.4", |b| {
+        let mut x = 0u64;
+        b.iter(|| {
+            x = x.wrapping_add(1);
+            black_box(recloser.call(|| broken(black_box(x))).is_err())
+        });
+    });
+    assert!(recloser.call(|| work(0)).is_ok(), "recloser stayed CLOSED");
+    let failsafe: Failsafe = failsafe::Config::new()
+        .failure_policy(failsafe::failure_policy::consecutive_failures(
+            u32::MAX,
+            failsafe::backoff::constant(Duration::from_secs(3600)),
+        ))
+        .build();
+    {
+        use failsafe::CircuitBreaker as _;
+        print_allocations("failure, failsafe 1.3", 1_000, |x| {
+            black_box(failsafe.call(|| broken(x)).is_err());
+        });
+        group.bench_function("failsafe 1.3", |b| {
+            let mut x = 0u64;
+            b.iter(|| {
+                x = x.wrapping_add(1);
+                black_box(failsafe.call(|| broken(black_box(x))).is_err())
+            });
+        });
+        assert!(failsafe.call(|| work(0)).is_ok(), "failsafe stayed CLOSED");
+    }
+    let mut tower = tower_breaker_with(usize::MAX, broken);
+    print_allocations("failure, tower-resilience 0.13", 1_000, |x| {
+        black_box(tower_call(&mut tower, x).is_err());
+    });
+    group.bench_function("tower-resilience 0.13", |b| {
+        let mut x = 0u64;
+        b.iter(|| {
+            x = x.wrapping_add(1);
+            black_box(tower_call(&mut tower, black_box(x)).is_err())
+        });
+    });
+    assert!(
+        matches!(tower_call(&mut tower, 0), Err(TowerError::Inner(_))),
+        "tower-resilience stayed CLOSED"
+    );
+    group.finish();
+}
+
+/// The tools of the memory and scale rows: `tool_<i>`, each with a capability and a
+/// fallback, their text owned and of exact capacity. Returns the map and the text's bytes.
+fn many_tools(n: usize) -> (CapabilityMap, usize) {
+    let mut text = 0;
+    let mut map = CapabilityMap::new();
+    for i in 0..n {
+        let name = format!("tool_{i}").into_boxed_str().into_string();
+        let provides = format!("capability number {i}")
+            .into_boxed_str()
+            .into_string();
+        let fallback = format!("ask the user for result {i}")
+            .into_boxed_str()
+            .into_string();
+        text += name.len() + provides.len() + fallback.len();
+        map = map.tool(ToolSpec::new(name).provides(provides).fallback(fallback));
+    }
+    (map, text)
+}
+
+/// Tools in the heap-per-tool row.
+const MEMORY_TOOLS: usize = 1_000;
+
+/// Prints one heap-per-tool row: the live bytes `counts` saw, less `text`, per tool.
+fn print_heap(label: &str, counts: Counts, text: usize) {
+    #[allow(clippy::cast_precision_loss)]
+    let per_tool = (counts.live as f64 - text as f64) / MEMORY_TOOLS as f64;
+    println!(
+        "\nheap per tool/{label}: {per_tool:.1} B per tool ({} B live for {MEMORY_TOOLS} tools, \
+         {text} B of it spec text, {} allocations)",
+        counts.live, counts.allocations
+    );
+}
+
+/// Issue 14: heap per tool (live bytes after building 1,000 tools, less their spec text, per
+/// tool) and the failure ledger after 100,000 failures. The timed part is the build (and the
+/// 100,000 failures); the figures the issue asks for are the printed `heap per tool/..` and
+/// `ledger/..` lines, measured by the counting allocator once per run.
+fn memory(c: &mut Criterion) {
+    static OURS: Once = Once::new();
+    static PEERS: Once = Once::new();
+    static LEDGER: Once = Once::new();
+    let mut group = c.benchmark_group("memory");
+    group.sample_size(10);
+    let build_ours = || {
+        let (map, text) = many_tools(MEMORY_TOOLS);
+        let expeditor = Expeditor::builder(map)
+            .policy(Policy::default())
+            .build()
+            .expect("valid map");
+        (expeditor, text)
+    };
+    group.bench_function(
+        format!("circuit-breaker, build {MEMORY_TOOLS} tools"),
+        |b| {
+            OURS.call_once(|| {
+                let ((expeditor, text), counts) = counted(build_ours);
+                print_heap("circuit-breaker Expeditor", counts, text);
+                drop(expeditor);
+            });
+            b.iter(|| black_box(build_ours()));
+        },
+    );
+    group.bench_function(format!("peers, build {MEMORY_TOOLS} breakers each"), |b| {
+        PEERS.call_once(|| {
+            // One breaker per tool in a Vec, no names (they keep no spec text).
+            let (v, counts) = counted(|| (0..MEMORY_TOOLS).map(|_| recloser()).collect::<Vec<_>>());
+            print_heap("recloser 1.4 (one Recloser per tool)", counts, 0);
+            drop(v);
+            let (v, counts) = counted(|| (0..MEMORY_TOOLS).map(|_| failsafe()).collect::<Vec<_>>());
+            print_heap("failsafe 1.3 (one StateMachine per tool)", counts, 0);
+            drop(v);
+            let (v, counts) = counted(|| {
+                (0..MEMORY_TOOLS)
+                    .map(|_| tower_breaker())
+                    .collect::<Vec<_>>()
+            });
+            print_heap(
+                "tower-resilience 0.13 (one layer + CircuitBreaker per tool)",
+                counts,
+                0,
+            );
+            drop(v);
+        });
+        b.iter(|| {
+            black_box((0..MEMORY_TOOLS).map(|_| recloser()).collect::<Vec<_>>());
+            black_box((0..MEMORY_TOOLS).map(|_| failsafe()).collect::<Vec<_>>());
+            black_box(
+                (0..MEMORY_TOOLS)
+                    .map(|_| tower_breaker())
+                    .collect::<Vec<_>>(),
+            );
+        });
+    });
+    const FAILURES: u64 = 100_000;
+    let hundred_thousand = |owned: bool| {
+        let (expeditor, id) = failing_expeditor();
+        for x in 0..FAILURES {
+            if owned {
+                guarded_failure(&expeditor, id, x, || format!("connection refused #{x}"));
+            } else {
+                guarded_failure(&expeditor, id, x, || "connection refused");
+            }
+        }
+        assert_eq!(expeditor.state(id), Some(CircuitState::Closed));
+        expeditor
+    };
+    group.bench_function(format!("ledger, {FAILURES} failures"), |b| {
+        LEDGER.call_once(|| {
+            for owned in [false, true] {
+                let (expeditor, id) = failing_expeditor();
+                let (_, counts) = counted(|| {
+                    for x in 0..FAILURES {
+                        if owned {
+                            guarded_failure(&expeditor, id, x, || {
+                                format!("connection refused #{x}")
+                            });
+                        } else {
+                            guarded_failure(&expeditor, id, x, || "connection refused");
+                        }
+                    }
+                });
+                assert_eq!(expeditor.state(id), Some(CircuitState::Closed));
+                let kind = if owned {
+                    "distinct owned messages"
+                } else {
+                    "one static message"
+                };
+                #[allow(clippy::cast_precision_loss)]
+                let per = counts.live as f64 / FAILURES as f64;
+                println!(
+                    "\nledger/{FAILURES} failures, {kind}, budget 1,000,000: {} B live \
+                     ({per:.1} B per failure)",
+                    counts.live
+                );
+                drop(expeditor);
+            }
+        });
+        b.iter(|| black_box(hundred_thousand(false)));
+    });
+    group.finish();
+}
+
+/// Issue 14: decide stays O(1) in the number of tools: decide + success on the first and on
+/// the last tool of maps of 10, 1,000 and 10,000 tools.
+fn decide_scale(c: &mut Criterion) {
+    let mut group = c.benchmark_group("decide_scale");
+    for n in [10, 1_000, 10_000] {
+        let (map, _) = many_tools(n);
+        let expeditor = Expeditor::builder(map)
+            .policy(Policy::default())
+            .build()
+            .expect("valid map");
+        for (label, i) in [
+            ("tool #0".to_owned(), 0),
+            (format!("tool #{}", n - 1), n - 1),
+        ] {
+            let id = expeditor.tool(&format!("tool_{i}")).expect("declared");
+            group.bench_function(BenchmarkId::new(format!("{n} tools"), label), |b| {
+                b.iter(|| match expeditor.decide(black_box(id)) {
+                    Decision::Call(ticket) | Decision::Probe(ticket) => ticket.success(),
+                    Decision::Skip(_) | Decision::Pause(_) => unreachable!("CLOSED"),
+                });
+            });
+        }
+    }
+    group.finish();
+}
+
+/// Issue 14: the JSON dispatcher against decoding the arguments by hand. Each side clones
+/// the same `serde_json::Value` per call (the dispatcher takes it by value).
+fn json(c: &mut Criterion) {
+    use json_tools::{GuardedTools, Tools, WorkArgs};
+    let mut group = c.benchmark_group("json");
+    let guarded = GuardedTools::new(Tools);
+    let arguments = serde_json::json!({ "x": 12_345 });
+    group.bench_function("#[toolbox(json)] call(name, Value)", |b| {
+        b.iter(|| black_box(guarded.call(black_box("work"), black_box(&arguments).clone())));
+    });
+    group.bench_function("hand: serde_json::from_value + typed method", |b| {
+        b.iter(|| {
+            let args: WorkArgs =
+                serde_json::from_value(black_box(&arguments).clone()).expect("valid arguments");
+            black_box(guarded.work(args.x).ok().map(|r| r.value))
+        });
+    });
+    group.bench_function("hand: from_value + typed method + Reply::from_call", |b| {
+        b.iter(|| {
+            let args: WorkArgs =
+                serde_json::from_value(black_box(&arguments).clone()).expect("valid arguments");
+            black_box(circuit_breaker::dispatch::Reply::from_call(
+                guarded.expeditor(),
+                "work",
+                guarded.work(args.x),
+            ))
+        });
+    });
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    targets = healthy, rejected, contended, step_healthy, step_contended, clock, fleet
+    targets = healthy, rejected, contended, step_healthy, step_contended, clock, fleet,
+        failure, memory, decide_scale, json
 }
 criterion_main!(benches);
