@@ -279,8 +279,8 @@ fn r6_serve_stale_answers_an_open_tool_with_its_last_good_result_labelled() {
         .web_fetch("https://example.invalid/other")
         .unwrap_err();
     let refusal = err.refusal().expect("refused, not failed");
-    assert_eq!(refusal.reason, SkipReason::Open);
-    assert_eq!(refusal.route.as_ref().unwrap().kind, RouteKind::Fallback);
+    assert_eq!(refusal.reason(), SkipReason::Open);
+    assert_eq!(refusal.route().unwrap().kind, RouteKind::Fallback);
 
     // Opt-in: a tool without `serve_stale` is refused even for arguments it answered.
     let (agent, _clock) = net();
@@ -290,7 +290,7 @@ fn r6_serve_stale_answers_an_open_tool_with_its_last_good_result_labelled() {
         let _ = agent.web_search("rust");
     }
     let err = agent.web_search("rust").unwrap_err();
-    assert_eq!(err.refusal().unwrap().reason, SkipReason::Open);
+    assert_eq!(err.refusal().unwrap().reason(), SkipReason::Open);
 }
 
 #[test]
@@ -319,13 +319,13 @@ fn r10_2_an_unavailable_precheck_refuses_without_a_call_or_a_charge() {
     *agent.toolbox().health.borrow_mut() = Availability::Unavailable("server down".into());
     let err = agent.web_fetch("https://example.invalid/a").unwrap_err();
     let refusal = err.refusal().expect("refused, not called");
-    assert_eq!(refusal.reason, SkipReason::Unavailable);
+    assert_eq!(refusal.reason(), SkipReason::Unavailable);
     assert_eq!(
-        refusal.note.to_string(),
+        refusal.note().to_string(),
         "WebFetch is unavailable: the pre-call check says UNAVAILABLE — server down. Do not \
          call WebFetch. Instead: no other tool can do this — ask the user to paste the page."
     );
-    assert_no_retry_invitation(&refusal.note.to_string());
+    assert_no_retry_invitation(&refusal.note().to_string());
     assert_eq!(agent.toolbox().fetches.get(), 0);
     assert_eq!(agent.expeditor().budget().consumed(), 0);
     assert_eq!(
@@ -395,14 +395,14 @@ fn r10_3_a_systemic_event_pauses_every_handle_and_prechecks_run_again_after_reco
         agent.web_fetch(url).map(|r| r.value.body).unwrap_err(),
     ] {
         let refusal = err.refusal().expect("refused");
-        assert_eq!(refusal.reason, SkipReason::Paused { pause });
-        assert_eq!(refusal.route, None);
+        assert_eq!(refusal.reason(), SkipReason::Paused { pause });
+        assert_eq!(refusal.route(), None);
         assert_golden(
             &format!(
                 "r9_2_systemic_pause_model_note_{}.txt",
-                refusal.tool.to_lowercase()
+                refusal.tool().to_lowercase()
             ),
-            &refusal.note.to_string(),
+            &refusal.note().to_string(),
         );
     }
     assert_eq!(
@@ -444,7 +444,7 @@ fn r5_3_the_dispatcher_refuses_a_deferred_subtasks_tools() {
     let fetches = agent.toolbox().fetches.get();
     let err = agent.web_fetch(url).unwrap_err();
     assert_eq!(
-        err.refusal().unwrap().reason,
+        err.refusal().unwrap().reason(),
         SkipReason::Deferred,
         "not answered from the stale copy: the sub-task is not to be attempted"
     );
@@ -601,7 +601,7 @@ fn r10_1_an_async_precheck_on_an_async_tool() {
     let agent = GuardedMcp::new(Mcp::default());
     let err = block_on(agent.search("rust".into())).unwrap_err();
     let refusal = err.refusal().expect("refused");
-    assert_eq!(refusal.reason, SkipReason::Unavailable);
+    assert_eq!(refusal.reason(), SkipReason::Unavailable);
     assert_eq!(
         (
             agent.toolbox().async_checks.get(),

@@ -234,8 +234,8 @@ fn r4_1_seed_routes_chain_grep_bash_read_fallback() {
     agent.toolbox().calls.borrow_mut().clear();
     let err = agent.grep("API_KEY").unwrap_err();
     let refusal = err.refusal().expect("nothing left to call");
-    assert_eq!(refusal.reason, SkipReason::Open);
-    let route = refusal.route.as_ref().unwrap();
+    assert_eq!(refusal.reason(), SkipReason::Open);
+    let route = refusal.route().unwrap();
     assert_eq!(route.kind, RouteKind::Fallback);
     assert_eq!(
         route.fallback.as_deref(),
@@ -263,14 +263,14 @@ fn r4_1_an_alternative_without_adapter_is_returned_as_advice() {
     agent.toolbox().calls.borrow_mut().clear();
     let err = agent.read("config.toml").unwrap_err();
     let refusal = err.refusal().expect("advice, not a call");
-    let route = refusal.route.as_ref().unwrap();
+    let route = refusal.route().unwrap();
     assert_eq!(route.kind, RouteKind::Alternative);
     assert_eq!(route.to.as_deref(), Some("Bash"));
     assert_eq!(route.method.as_deref(), Some("cat or head command"));
     assert!(agent.toolbox().calls.borrow().is_empty());
     assert!(
         refusal
-            .note
+            .note()
             .to_string()
             .contains("use Bash — cat or head command")
     );
@@ -322,7 +322,7 @@ fn r3_4_a_paused_toolbox_refuses_every_tool() {
     agent.toolbox().calls.borrow_mut().clear();
     let err = agent.grep("API_KEY").unwrap_err();
     let refusal = err.refusal().unwrap();
-    assert!(matches!(refusal.reason, SkipReason::Paused { .. }));
+    assert!(matches!(refusal.reason(), SkipReason::Paused { .. }));
     assert!(agent.toolbox().calls.borrow().is_empty());
     assert_eq!(
         err.to_string(),

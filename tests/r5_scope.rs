@@ -353,7 +353,7 @@ fn r5_2_tasks_can_name_tools_through_a_toolbox_enum() {
     assert!(agent.expeditor().begin_subtask(&task, 1).is_err());
     let err = agent.bash("cargo test").unwrap_err();
     assert_eq!(
-        err.refusal().map(|r| r.reason),
+        err.refusal().map(|r| r.reason()),
         Some(circuit_breaker::SkipReason::Deferred)
     );
 }

@@ -404,18 +404,18 @@ fn r6_a_stale_cache_keeps_the_last_good_result_per_arguments() {
     assert_eq!(cache.recall(257), Some(("257".into(), T0)));
 }
 
-fn refusal(reason: SkipReason) -> Box<Refusal> {
-    Box::new(Refusal {
-        tool: "Grep".into(),
+fn refusal(reason: SkipReason) -> Refusal {
+    Refusal::new(
+        "Grep",
         reason,
-        route: None,
-        note: ModelNote {
+        None,
+        ModelNote {
             tool: Some("Grep".into()),
             asked_for: None,
             why: "circuit OPEN".into(),
             instead: "ask the user".into(),
         },
-    })
+    )
 }
 
 #[test]
@@ -458,7 +458,7 @@ fn r6_the_last_good_result_answers_only_refusals_about_the_tools_own_state() {
         let answer =
             serve_stale::<String, std::io::Error>(refusal(reason), &cache, digest("API_KEY"));
         assert!(
-            matches!(answer, Err(CallError::Refused(ref r)) if r.reason == reason),
+            matches!(answer, Err(CallError::Refused(ref r)) if r.reason() == reason),
             "{reason:?}"
         );
     }

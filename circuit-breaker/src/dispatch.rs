@@ -251,11 +251,11 @@ impl Reply {
         Reply {
             tool: tool.to_owned(),
             outcome: ReplyOutcome::Refused {
-                reason: refusal.reason,
+                reason: refusal.reason(),
             },
             value: None,
-            note: Some(refusal.note.to_string()),
-            route: refusal.route.clone(),
+            note: Some(refusal.to_string()),
+            route: refusal.route(),
             freshness: Freshness::Fresh,
             state,
         }

@@ -14,7 +14,7 @@ use crate::expeditor::{Decision, Expeditor, Pause, Recorded, Skip, SkipReason, T
 use crate::failure::Failure;
 use crate::freshness::Freshness;
 use crate::report::ModelNote;
-use crate::route::{Route, RouteTaken};
+use crate::route::{AlternativeRoute, Route, RouteTaken};
 
 /// A tool's value with the route that produced it (R4.2): `None` when the tool itself
 /// answered, the alternative and its degradation otherwise.
@@ -43,43 +43,269 @@ impl<T> Routed<T> {
 
 /// A call not made: which tool, why, the route to take instead (advice: an alternative
 /// without an adapter, the manual fallback, or scope reduction), and the text for a model.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Refusal {
-    /// The tool asked for.
-    pub tool: String,
-    /// Why it was not called.
-    pub reason: SkipReason,
-    /// What to do instead; `None` when paused.
-    pub route: Option<RouteTaken>,
-    /// The short text for a language model (B7).
-    pub note: ModelNote,
+///
+/// Made on the rejection path, it copies only ids and a handle on the expeditor: nothing is
+/// allocated and no lock is taken until it is read. The [`route`](Self::route), the
+/// [`note`](Self::note), its `Display` and its serde form are rendered on demand from the
+/// expeditor, so they describe the tool's breaker as it is when they are rendered (render it
+/// before the next call for the state that refused this one).
+#[derive(Clone)]
+pub struct Refusal(Said);
+
+#[derive(Clone)]
+enum Said {
+    /// Decided by the expeditor: rendered from it.
+    Decided {
+        expeditor: Expeditor,
+        tool: ToolId,
+        reason: SkipReason,
+        advice: Advice,
+    },
+    /// Given whole ([`Refusal::new`]).
+    Given(Box<Given>),
+}
+
+/// A refusal given whole.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(rename = "Refusal")]
+struct Given {
+    tool: String,
+    reason: SkipReason,
+    route: Option<RouteTaken>,
+    note: ModelNote,
+}
+
+/// The route a decided refusal advises, by position: rendered from the map when read.
+#[derive(Debug, Clone, Copy)]
+enum Advice {
+    /// None (a pause).
+    Nothing,
+    /// Alternative `index` of the tool's spec, which names `tool`.
+    Alternative { tool: ToolId, index: u32 },
+    /// The manual fallback.
+    Fallback,
+    /// Scope reduction.
+    ScopeReduction,
+}
+
+impl Advice {
+    fn of(route: &Route<'_>) -> Self {
+        match route {
+            Route::Alternative(alt) => Advice::Alternative {
+                tool: alt.tool(),
+                index: alt.index(),
+            },
+            Route::Fallback(_) => Advice::Fallback,
+            Route::ScopeReduction => Advice::ScopeReduction,
+        }
+    }
+}
+
+/// The expeditor as a [`ModelNote`] reads a tool's state after the call.
+impl crate::report::NoteFacts for Expeditor {
+    fn name(&self, tool: ToolId) -> Option<&str> {
+        self.tool_name(tool)
+    }
+
+    fn availability(&self, tool: ToolId) -> Option<crate::precheck::Availability> {
+        Expeditor::availability(self, tool)
+    }
+
+    fn deferred_subtask(&self) -> Option<usize> {
+        Expeditor::deferred_subtask(self)
+    }
+
+    fn pausing_event(&self) -> Option<crate::report::SystemicEvent> {
+        match self.paused() {
+            Some(crate::engine::PauseReason::Systemic { .. }) => self.systemic_event(),
+            _ => None,
+        }
+    }
+
+    fn record(&self, tool: ToolId) -> Option<crate::report::BreakerRecord> {
+        self.breaker(tool)
+    }
 }
 
 impl Refusal {
-    fn from_skip(skip: &Skip<'_>, route: &Route<'_>) -> Box<Self> {
-        Box::new(Refusal {
-            tool: skip.tool_name().to_owned(),
-            reason: skip.reason(),
-            route: Some(route.taken(skip.tool_name())),
-            note: skip.note_for(route),
+    /// A refusal given whole: which tool, why, the route advised, the note for the model.
+    pub fn new(
+        tool: impl Into<String>,
+        reason: SkipReason,
+        route: Option<RouteTaken>,
+        note: ModelNote,
+    ) -> Self {
+        Refusal(Said::Given(Box::new(Given {
+            tool: tool.into(),
+            reason,
+            route,
+            note,
+        })))
+    }
+
+    #[inline]
+    fn decided(expeditor: &Expeditor, tool: ToolId, reason: SkipReason, advice: Advice) -> Self {
+        Refusal(Said::Decided {
+            expeditor: expeditor.clone(),
+            tool,
+            reason,
+            advice,
         })
     }
 
-    fn paused(tool: &str, pause: &Pause<'_>) -> Box<Self> {
-        Box::new(Refusal {
-            tool: tool.to_owned(),
-            reason: SkipReason::Paused {
-                pause: pause.reason(),
+    fn from_skip(expeditor: &Expeditor, skip: &Skip<'_>, route: &Route<'_>) -> Self {
+        Refusal::decided(expeditor, skip.tool(), skip.reason(), Advice::of(route))
+    }
+
+    fn paused(expeditor: &Expeditor, tool: ToolId, pause: &Pause<'_>) -> Self {
+        let reason = SkipReason::Paused {
+            pause: pause.reason(),
+        };
+        Refusal::decided(expeditor, tool, reason, Advice::Nothing)
+    }
+
+    /// The tool asked for (`"?"` for an id that is no tool).
+    pub fn tool(&self) -> &str {
+        match &self.0 {
+            Said::Decided {
+                expeditor, tool, ..
+            } => expeditor.tool_name(*tool).unwrap_or("?"),
+            Said::Given(given) => &given.tool,
+        }
+    }
+
+    /// Why it was not called.
+    pub fn reason(&self) -> SkipReason {
+        match &self.0 {
+            Said::Decided { reason, .. } => *reason,
+            Said::Given(given) => given.reason,
+        }
+    }
+
+    /// What to do instead; `None` when paused.
+    pub fn route(&self) -> Option<RouteTaken> {
+        match &self.0 {
+            Said::Decided {
+                expeditor,
+                tool,
+                advice,
+                ..
+            } => {
+                let from = expeditor.tool_name(*tool).unwrap_or("?");
+                with_route(expeditor, *tool, *advice, |route| route.taken(from))
+            }
+            Said::Given(given) => given.route.clone(),
+        }
+    }
+
+    /// The short text for a language model (B7), which the refusal's `Display` prints.
+    pub fn note(&self) -> ModelNote {
+        match &self.0 {
+            Said::Decided {
+                expeditor,
+                tool,
+                reason,
+                advice,
+            } => match reason {
+                SkipReason::Paused { pause } => {
+                    let systemic = match pause {
+                        crate::engine::PauseReason::Systemic { .. } => expeditor.systemic_event(),
+                        _ => None,
+                    };
+                    ModelNote::for_pause(*pause, systemic.as_ref(), expeditor.tool_name(*tool))
+                }
+                reason => with_route(expeditor, *tool, *advice, |route| {
+                    ModelNote::for_route_from(expeditor, *tool, *reason, route)
+                })
+                .unwrap_or_else(|| {
+                    ModelNote::for_route_from(expeditor, *tool, *reason, &Route::ScopeReduction)
+                }),
             },
-            route: None,
-            note: pause.for_model(),
-        })
+            Said::Given(given) => given.note.clone(),
+        }
+    }
+
+    /// The refusal's parts, rendered.
+    fn given(&self) -> Given {
+        Given {
+            tool: self.tool().to_owned(),
+            reason: self.reason(),
+            route: self.route(),
+            note: self.note(),
+        }
+    }
+}
+
+/// Calls `f` with the route `advice` names, read from the expeditor's map; `None` for no
+/// route (a pause).
+fn with_route<R>(
+    expeditor: &Expeditor,
+    tool: ToolId,
+    advice: Advice,
+    f: impl FnOnce(&Route<'_>) -> R,
+) -> Option<R> {
+    match advice {
+        Advice::Nothing => None,
+        Advice::ScopeReduction => Some(f(&Route::ScopeReduction)),
+        Advice::Fallback | Advice::Alternative { .. } => {
+            let map = expeditor.capability_map();
+            let spec = expeditor.tool_name(tool).and_then(|name| map.get(name));
+            let route = match (advice, spec) {
+                (Advice::Alternative { tool, index }, Some(spec)) => spec
+                    .alternatives()
+                    .get(index as usize)
+                    .map(|alt| Route::Alternative(AlternativeRoute::new(tool, alt, index))),
+                (_, Some(spec)) => Some(Route::Fallback(spec.fallback())),
+                (_, None) => None,
+            };
+            Some(f(&route.unwrap_or(Route::ScopeReduction)))
+        }
     }
 }
 
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.note, f)
+        match &self.0 {
+            Said::Given(given) => fmt::Display::fmt(&given.note, f),
+            Said::Decided { .. } => fmt::Display::fmt(&self.note(), f),
+        }
+    }
+}
+
+impl fmt::Debug for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Refusal")
+            .field("tool", &self.tool())
+            .field("reason", &self.reason())
+            .field("route", &self.route())
+            .field("note", &self.note())
+            .finish()
+    }
+}
+
+impl PartialEq for Refusal {
+    fn eq(&self, other: &Self) -> bool {
+        self.tool() == other.tool()
+            && self.reason() == other.reason()
+            && self.route() == other.route()
+            && self.note() == other.note()
+    }
+}
+
+impl Eq for Refusal {}
+
+impl Serialize for Refusal {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match &self.0 {
+            Said::Given(given) => given.serialize(serializer),
+            Said::Decided { .. } => self.given().serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Refusal {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Given::deserialize(deserializer).map(|given| Refusal(Said::Given(Box::new(given))))
     }
 }
 
@@ -101,7 +327,7 @@ pub enum CallError<E> {
         route: Option<Box<RouteTaken>>,
     },
     /// The call was not made.
-    Refused(Box<Refusal>),
+    Refused(Refusal),
 }
 
 impl<E> CallError<E> {
@@ -156,7 +382,7 @@ pub enum Plan<'a> {
         route: Box<RouteTaken>,
     },
     /// Call nothing.
-    Refuse(Box<Refusal>),
+    Refuse(Refusal),
 }
 
 /// Decides the one call to make for `tool` (R3.1, R4.1): the tool if its breaker allows;
@@ -172,17 +398,14 @@ pub fn plan<'a>(
     let tool = tool.into();
     match expeditor.decide(tool) {
         Decision::Call(ticket) | Decision::Probe(ticket) => Plan::Primary(ticket),
-        Decision::Pause(pause) => Plan::Refuse(Refusal::paused(
-            expeditor.tool_name(tool).unwrap_or("?"),
-            &pause,
-        )),
+        Decision::Pause(pause) => Plan::Refuse(Refusal::paused(expeditor, tool, &pause)),
         Decision::Skip(skip) => {
             for route in skip.routes() {
                 let Route::Alternative(alt) = route else {
-                    return Plan::Refuse(Refusal::from_skip(&skip, &route));
+                    return Plan::Refuse(Refusal::from_skip(expeditor, &skip, &route));
                 };
                 let Some(index) = adapters.iter().position(|&a| a == alt.tool()) else {
-                    return Plan::Refuse(Refusal::from_skip(&skip, &route));
+                    return Plan::Refuse(Refusal::from_skip(expeditor, &skip, &route));
                 };
                 match expeditor.decide(alt.tool()) {
                     Decision::Call(ticket) | Decision::Probe(ticket) => {
@@ -194,11 +417,11 @@ pub fn plan<'a>(
                     }
                     Decision::Skip(_) => {}
                     Decision::Pause(pause) => {
-                        return Plan::Refuse(Refusal::paused(skip.tool_name(), &pause));
+                        return Plan::Refuse(Refusal::paused(expeditor, tool, &pause));
                     }
                 }
             }
-            Plan::Refuse(Refusal::from_skip(&skip, &Route::ScopeReduction))
+            Plan::Refuse(Refusal::from_skip(expeditor, &skip, &Route::ScopeReduction))
         }
     }
 }
@@ -208,10 +431,7 @@ pub fn plan<'a>(
 /// # Errors
 /// The [`Refusal`] when the tool must not be called.
 #[inline]
-pub fn plan_direct(
-    expeditor: &Expeditor,
-    tool: impl Into<ToolId>,
-) -> Result<Ticket<'_>, Box<Refusal>> {
+pub fn plan_direct(expeditor: &Expeditor, tool: impl Into<ToolId>) -> Result<Ticket<'_>, Refusal> {
     let tool = tool.into();
     match expeditor.decide(tool) {
         Decision::Call(ticket) | Decision::Probe(ticket) => Ok(ticket),
@@ -222,22 +442,22 @@ pub fn plan_direct(
 /// The refusal for a SKIP or PAUSE when no adapter can take the call: the best route as
 /// advice.
 #[cold]
-fn refuse(expeditor: &Expeditor, tool: ToolId, decision: &Decision<'_>) -> Box<Refusal> {
+fn refuse(expeditor: &Expeditor, tool: ToolId, decision: &Decision<'_>) -> Refusal {
     match decision {
-        Decision::Pause(pause) => Refusal::paused(expeditor.tool_name(tool).unwrap_or("?"), pause),
-        Decision::Skip(skip) => Refusal::from_skip(skip, &skip.route()),
+        Decision::Pause(pause) => Refusal::paused(expeditor, tool, pause),
+        Decision::Skip(skip) => Refusal::from_skip(expeditor, skip, &skip.route()),
         // Only SKIP and PAUSE are refused; a ticket is never turned down here.
-        Decision::Call(_) | Decision::Probe(_) => Box::new(Refusal {
-            tool: expeditor.tool_name(tool).unwrap_or("?").to_owned(),
-            reason: SkipReason::Open,
-            route: Some(Route::ScopeReduction.taken(expeditor.tool_name(tool).unwrap_or("?"))),
-            note: ModelNote {
+        Decision::Call(_) | Decision::Probe(_) => Refusal::new(
+            expeditor.tool_name(tool).unwrap_or("?"),
+            SkipReason::Open,
+            Some(Route::ScopeReduction.taken(expeditor.tool_name(tool).unwrap_or("?"))),
+            ModelNote {
                 tool: expeditor.tool_name(tool).map(str::to_owned),
                 asked_for: None,
                 why: "no decision to refuse".to_owned(),
                 instead: "call it through its ticket.".to_owned(),
             },
-        }),
+        ),
     }
 }
 
@@ -390,19 +610,19 @@ pub fn keep_last_good<T: Clone, E>(
 /// # Errors
 /// The refusal, when nothing was kept or the refusal is not about this tool's state.
 pub fn serve_stale<T: Clone, E>(
-    refusal: Box<Refusal>,
+    refusal: Refusal,
     cache: &crate::freshness::StaleCache<T>,
     args: u64,
 ) -> Result<Routed<T>, CallError<E>> {
     let eligible = matches!(
-        refusal.reason,
+        refusal.reason(),
         SkipReason::Open | SkipReason::ProbeInFlight | SkipReason::Unavailable
     );
     match cache.recall(args).filter(|_| eligible) {
         Some((value, at)) => Ok(Routed {
             value,
             route: Some(Box::new(RouteTaken {
-                from: refusal.tool.clone(),
+                from: refusal.tool().to_owned(),
                 kind: crate::route::RouteKind::Stale,
                 to: None,
                 method: None,

@@ -518,28 +518,38 @@ impl ModelNote {
         reason: SkipReason,
         route: &Route<'_>,
     ) -> Self {
-        let engine = view.engine;
-        let name = match (reason, engine.name(tool)) {
+        Self::for_route_from(&view, tool, reason, route)
+    }
+
+    /// [`for_route`](Self::for_route), reading the tool's state from `facts`: the engine
+    /// under its lock, or the expeditor when a refusal is rendered after the call.
+    pub(crate) fn for_route_from(
+        facts: &(impl NoteFacts + ?Sized),
+        tool: ToolId,
+        reason: SkipReason,
+        route: &Route<'_>,
+    ) -> Self {
+        let name = match (reason, facts.name(tool)) {
             (SkipReason::UnknownTool, _) | (_, None) => format!("Tool #{}", tool.index()),
             (_, Some(name)) => name.to_owned(),
         };
         let why = match reason {
             SkipReason::UnknownTool => "it is not a tool of this agent".to_owned(),
             SkipReason::Unavailable => {
-                let availability = engine
+                let availability = facts
                     .availability(tool)
                     .unwrap_or(crate::precheck::Availability::Unavailable(String::new()));
                 format!("the pre-call check says {availability}")
             }
-            SkipReason::Deferred => match engine.deferred_subtask() {
+            SkipReason::Deferred => match facts.deferred_subtask() {
                 Some(n) => format!("sub-task {n} is deferred, so its tools are not called"),
                 None => "its sub-task is deferred".to_owned(),
             },
             SkipReason::Paused { pause } => {
-                return Self::for_pause(pause, engine.pausing_event(), Some(&name));
+                return Self::for_pause(pause, facts.pausing_event().as_ref(), Some(&name));
             }
             reason => {
-                let record = view.record(tool).unwrap_or_default();
+                let record = facts.record(tool).unwrap_or_default();
                 let mut why = String::new();
                 if reason == SkipReason::ProbeInFlight {
                     why.push_str("circuit HALF-OPEN, a recovery check is already running");
@@ -614,6 +624,43 @@ impl ModelNote {
             why,
             instead,
         }
+    }
+}
+
+/// Where a [`ModelNote`] reads a tool's state: the engine under its lock ([`View`]), or the
+/// expeditor itself when a refusal is rendered after the call.
+pub(crate) trait NoteFacts {
+    /// The tool's name.
+    fn name(&self, tool: ToolId) -> Option<&str>;
+    /// What the tool's pre-call check last said.
+    fn availability(&self, tool: ToolId) -> Option<crate::precheck::Availability>;
+    /// The deferred sub-task being worked on.
+    fn deferred_subtask(&self) -> Option<usize>;
+    /// The systemic event behind the pause, when that is why every call is paused.
+    fn pausing_event(&self) -> Option<SystemicEvent>;
+    /// The tool's breaker.
+    fn record(&self, tool: ToolId) -> Option<BreakerRecord>;
+}
+
+impl NoteFacts for View<'_> {
+    fn name(&self, tool: ToolId) -> Option<&str> {
+        self.engine.name(tool)
+    }
+
+    fn availability(&self, tool: ToolId) -> Option<crate::precheck::Availability> {
+        self.engine.availability(tool)
+    }
+
+    fn deferred_subtask(&self) -> Option<usize> {
+        self.engine.deferred_subtask()
+    }
+
+    fn pausing_event(&self) -> Option<SystemicEvent> {
+        self.engine.pausing_event().cloned()
+    }
+
+    fn record(&self, tool: ToolId) -> Option<BreakerRecord> {
+        View::record(self, tool)
     }
 }
 

@@ -76,9 +76,21 @@ impl Route<'_> {
 pub struct AlternativeRoute<'a> {
     tool: ToolId,
     spec: &'a AlternativeSpec,
+    /// Its place among the skipped tool's alternatives.
+    index: u32,
 }
 
 impl<'a> AlternativeRoute<'a> {
+    /// Alternative `index` of a tool's spec, which names `tool`.
+    pub(crate) fn new(tool: ToolId, spec: &'a AlternativeSpec, index: u32) -> Self {
+        AlternativeRoute { tool, spec, index }
+    }
+
+    /// Its place among the skipped tool's alternatives, in declaration order.
+    pub(crate) fn index(&self) -> u32 {
+        self.index
+    }
+
     /// The alternative tool, to ask the expeditor about before calling it.
     pub fn tool(&self) -> ToolId {
         self.tool
@@ -171,6 +183,7 @@ impl<'a> Iterator for Routes<'a> {
                     };
                     // Aligned with the spec's alternatives: one naming no tool is `None`.
                     let tool = def.alternatives.get(self.index).copied().flatten();
+                    let index = u32::try_from(self.index).unwrap_or(u32::MAX);
                     self.index += 1;
                     if spec.degradation().severity().is_high() != (self.pass == Pass::High) {
                         continue;
@@ -178,7 +191,7 @@ impl<'a> Iterator for Routes<'a> {
                     // An alternative whose own circuit is OPEN is passed over (R4.1).
                     // So is one a pre-call check found UNAVAILABLE (R10.2).
                     if let Some(tool) = tool.filter(|&t| self.view.usable(t)) {
-                        return Some(Route::Alternative(AlternativeRoute { tool, spec }));
+                        return Some(Route::Alternative(AlternativeRoute { tool, spec, index }));
                     }
                 }
                 Pass::Fallback => {

@@ -659,15 +659,16 @@ impl Agent<'_> {
                 Ok(None)
             }
             Err(CallError::Refused(refusal)) => {
-                let paused = matches!(refusal.reason, SkipReason::Paused { .. });
+                let paused = matches!(refusal.reason(), SkipReason::Paused { .. });
                 let kind = if paused { "PAUSE " } else { "SKIP  " };
-                self.say(format!("    {kind} {}", refusal.note))?;
+                let note = refusal.to_string();
+                self.say(format!("    {kind} {note}"))?;
                 self.note(
                     if paused { "pause" } else { "skip" },
-                    Some(&refusal.tool),
-                    refusal.note.to_string(),
+                    Some(refusal.tool()),
+                    note,
                 );
-                if let Some(route) = refusal.route.as_ref().filter(|_| !paused) {
+                if let Some(route) = refusal.route().filter(|_| !paused) {
                     self.say(format!("           {}", hang(&route.to_string(), 11)))?;
                 }
                 self.print_events(false)?;

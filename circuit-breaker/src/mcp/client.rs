@@ -1020,23 +1020,23 @@ impl Inner {
                 Err(reason) => self.probe_not_made(ticket, name, server, reason),
             },
             Decision::Skip(skip) => {
-                let refusal = Refusal {
-                    tool: name.to_owned(),
-                    reason: skip.reason(),
-                    route: Some(skip.route().taken(name)),
-                    note: skip.for_model(),
-                };
+                let refusal = Refusal::new(
+                    name,
+                    skip.reason(),
+                    Some(skip.route().taken(name)),
+                    skip.for_model(),
+                );
                 refused(expeditor, name, refusal)
             }
             Decision::Pause(pause) => {
-                let refusal = Refusal {
-                    tool: name.to_owned(),
-                    reason: SkipReason::Paused {
+                let refusal = Refusal::new(
+                    name,
+                    SkipReason::Paused {
                         pause: pause.reason(),
                     },
-                    route: None,
-                    note: pause.for_model(),
-                };
+                    None,
+                    pause.for_model(),
+                );
                 refused(expeditor, name, refusal)
             }
         }
@@ -1155,18 +1155,13 @@ impl Inner {
         refused(
             expeditor,
             name,
-            Refusal {
-                tool: name.to_owned(),
-                reason: SkipReason::Unavailable,
-                route,
-                note,
-            },
+            Refusal::new(name, SkipReason::Unavailable, route, note),
         )
     }
 }
 
 fn refused(expeditor: &Expeditor, name: &str, refusal: Refusal) -> Reply {
-    Reply::from_call::<Value, String>(expeditor, name, Err(CallError::Refused(Box::new(refusal))))
+    Reply::from_call::<Value, String>(expeditor, name, Err(CallError::Refused(refusal)))
 }
 
 /// The tools of one listing as the client names them: empty names and repeats dropped.
