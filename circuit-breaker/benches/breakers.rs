@@ -21,7 +21,8 @@
 //!   unrendered); `rejected/circuit-breaker #[toolbox] refusal, render text` is `to_string()`
 //!   of one such refusal, apart. Printed before them: `alloc/refusal via #[toolbox]: N
 //!   allocations, B bytes per call` (target 0) and the same with the text rendered.
-//! - `contended/*`: two threads calling one healthy tool at once (time per call per thread).
+//! - `contended/*`: two threads calling one healthy tool at once, no step (time per call per
+//!   thread; tower-resilience: a clone of one breaker per thread, as in `step_contended`).
 //! - `step_healthy/<implementation>/<cadence>`: the healthy path as a real agent takes it,
 //!   with `advance_step()` before every call (`step every call`), before every tenth call
 //!   (`step every 10 calls`) or never (`no step`). The peers have no steps: their loop has the
@@ -559,6 +560,20 @@ fn contended(c: &mut Criterion) {
             b.iter_custom(|iters| on_threads(2, iters, call));
         });
     }
+    // Each thread calls its own clone of one tower-resilience breaker (see `step_contended`).
+    let tower = tower_breaker();
+    let make = || {
+        let mut service = tower.clone();
+        Box::new(move |x: u64| {
+            black_box(tower_call(&mut service, black_box(x)).ok());
+        }) as Box<dyn FnMut(u64) + '_>
+    };
+    group.bench_function("tower-resilience 0.13, 1 thread", |b| {
+        b.iter_custom(|iters| on_threads_with(1, iters, &make));
+    });
+    group.bench_function("tower-resilience 0.13, 2 threads", |b| {
+        b.iter_custom(|iters| on_threads_with(2, iters, &make));
+    });
     group.finish();
 }
 
