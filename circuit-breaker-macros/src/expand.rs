@@ -753,6 +753,9 @@ fn handle_method(checked: &Checked<'_>, tool: &CheckedTool<'_>, enum_ident: &Ide
         #(#docs)*
         #[doc = ""]
         #[doc = #guard_doc]
+        // Inlined like the runtime API's decide and record: the caller sees the ticket path
+        // and the `Result` never goes through memory.
+        #[inline]
         pub #asyncness fn #ident #generics (#receiver, #(#params),*)
             -> #returns
             #where_clause

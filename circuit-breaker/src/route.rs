@@ -198,7 +198,7 @@ impl<'a> Iterator for Routes<'a> {
                     self.pass = Pass::Scope;
                     if let Some(def) = self.def {
                         let text = def.spec.fallback();
-                        if !text.trim().is_empty() {
+                        if text.chars().any(|c| !c.is_whitespace()) {
                             return Some(Route::Fallback(text));
                         }
                     }

@@ -206,6 +206,7 @@ const _: () = {
         }
         ///
         /// Guarded `search`: asks the expeditor first; see [the handle](Self).
+        #[inline]
         pub fn search(
             &self,
             query: &str,
@@ -265,6 +266,7 @@ const _: () = {
         }
         ///
         /// Guarded `lookup`: asks the expeditor first; see [the handle](Self).
+        #[inline]
         pub fn lookup(
             &self,
             key: u64,

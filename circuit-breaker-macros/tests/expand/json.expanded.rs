@@ -233,6 +233,7 @@ const _: () = {
         /// Searches file contents.
         ///
         /// Guarded `grep`: asks the expeditor first; see [the handle](Self).
+        #[inline]
         pub fn grep(
             &self,
             pattern: &str,
@@ -292,6 +293,7 @@ const _: () = {
         }
         ///
         /// Guarded `bash`: asks the expeditor first; see [the handle](Self).
+        #[inline]
         pub async fn bash(
             &self,
             command: String,
@@ -323,6 +325,7 @@ const _: () = {
         }
         ///
         /// Guarded `now`: asks the expeditor first; see [the handle](Self).
+        #[inline]
         pub fn now(&self) -> _cb::__private::Outcome<Result<u64, std::io::Error>> {
             match _cb::__private::plan_direct(&self.expeditor, WorkspaceTool::Now) {
                 _cb::__private::Ok(__cb_ticket) => {

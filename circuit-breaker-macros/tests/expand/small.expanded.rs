@@ -227,6 +227,7 @@ const _: () = {
         /// Searches file contents.
         ///
         /// Guarded `grep`: asks the expeditor first; see [the handle](Self).
+        #[inline]
         pub fn grep(
             &self,
             pattern: &str,
@@ -285,6 +286,7 @@ const _: () = {
         }
         ///
         /// Guarded `bash`: asks the expeditor first; see [the handle](Self).
+        #[inline]
         pub fn bash(
             &self,
             command: &str,
@@ -316,6 +318,7 @@ const _: () = {
         }
         ///
         /// Guarded `WebSearch`: asks the expeditor first; see [the handle](Self).
+        #[inline]
         pub async fn web_search(
             &mut self,
             query: String,
