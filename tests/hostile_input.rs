@@ -1846,18 +1846,36 @@ fn deciding_after_a_large_cascade_stays_fast() {
     assert!(all.as_millis() < 2_000, "{n} decides took {all:?}");
 }
 
-/// A snapshot at step u64::MAX is accepted; the next `advance_step` used to return u64::MAX
-/// while the counter wrapped to 0 (an atomic `fetch_add`), so steps ran backwards and a
-/// circuit counting probes in steps never probed again. The counter now saturates.
+/// A snapshot at step u64::MAX used to be accepted; the next `advance_step` returned u64::MAX
+/// while the counter wrapped to 0, so steps ran backwards and a circuit counting probes in
+/// steps never probed again. A step beyond `MAX_STEP` (2^62, 146 years of a step a
+/// nanosecond) is now refused, with nothing changed, and from `MAX_STEP` the counter, one
+/// plain increment (issue 14), is 2^62 steps from wrapping.
 #[test]
 fn the_step_counter_does_not_wrap() {
-    let mut value = serde_json::to_value(story_snapshot()).unwrap();
-    value["step"] = json!(u64::MAX);
+    use circuit_breaker::snapshot::{MAX_STEP, RestoreError};
     let target = target();
+    let before = target.snapshot();
+    for step in [u64::MAX, MAX_STEP + 1] {
+        let mut value = serde_json::to_value(story_snapshot()).unwrap();
+        value["step"] = json!(step);
+        let error = target
+            .restore(&serde_json::from_value(value).unwrap())
+            .unwrap_err();
+        assert_eq!(error, RestoreError::Step { found: step });
+        assert!(
+            error.to_string().contains("beyond the last step"),
+            "{error}"
+        );
+        assert_eq!(target.snapshot(), before, "nothing changed");
+    }
+    let mut value = serde_json::to_value(story_snapshot()).unwrap();
+    value["step"] = json!(MAX_STEP);
     target
         .restore(&serde_json::from_value(value).unwrap())
         .unwrap();
     let returned = target.advance_step();
+    assert_eq!(returned, MAX_STEP + 1);
     assert_eq!(target.step(), returned);
 }
 

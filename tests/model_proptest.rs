@@ -1213,7 +1213,7 @@ impl<'a> Case<'a> {
             .ledger()
             .iter()
             .map(|e| MEntry {
-                tool: e.tool.clone(),
+                tool: e.tool.to_string(),
                 charged: e.charged,
                 pending: e.pending,
                 systemic: e.systemic,

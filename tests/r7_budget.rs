@@ -332,3 +332,101 @@ fn r7_4_a_new_cycle_without_a_pause_only_resets_the_budget() {
         "breaker counts are not budget"
     );
 }
+
+/// R7.1, issue 14: the ledger is bounded. A cycle of 100,000 failures under a budget of a
+/// million keeps the first `LEDGER_HEAD` lines and the latest, at most `LEDGER_LINES`; the
+/// others are counted (lines, charged), so the budget, the block's numbering and a restored
+/// snapshot stay exact.
+#[test]
+fn r7_1_the_ledger_is_bounded_and_counts_the_lines_it_does_not_keep() {
+    use circuit_breaker::report::{LEDGER_HEAD, LEDGER_LINES};
+    let clock = clock();
+    let policy = Policy::builder()
+        .threshold(1_000_000)
+        .budget(1_000_000)
+        .build()
+        .unwrap();
+    let expeditor = common::expeditor_with(seed_map(), policy, &clock);
+    let n = 100_000u64;
+    for i in 0..n {
+        fail(&expeditor, "Bash", format!("failure {i}"));
+    }
+    let budget = expeditor.budget();
+    let ledger = budget.ledger();
+    assert!(ledger.len() <= LEDGER_LINES, "{} lines kept", ledger.len());
+    assert!(
+        ledger.len() > LEDGER_LINES / 2,
+        "{} lines kept",
+        ledger.len()
+    );
+    assert_eq!(budget.failures(), n);
+    assert_eq!(budget.consumed(), 100_000);
+    let dropped = budget.dropped();
+    assert_eq!(dropped.lines + ledger.len() as u64, n);
+    assert_eq!(dropped.charged, dropped.lines);
+    assert_eq!(ledger[0].failure.message(), "failure 0");
+    assert_eq!(
+        ledger[LEDGER_HEAD - 1].failure.message(),
+        format!("failure {}", LEDGER_HEAD - 1)
+    );
+    assert_eq!(
+        ledger[LEDGER_HEAD].failure.message(),
+        format!("failure {}", LEDGER_HEAD as u64 + dropped.lines)
+    );
+    assert_eq!(
+        ledger.last().unwrap().failure.message(),
+        format!("failure {}", n - 1)
+    );
+    let block = budget.to_string();
+    assert!(
+        block.contains("  Failure 1: Bash — \"failure 0\""),
+        "{block}"
+    );
+    assert!(
+        block.contains(&format!(
+            "  … {} more failures not kept here ({} charged)",
+            dropped.lines, dropped.charged
+        )),
+        "{block}"
+    );
+    assert!(
+        block.contains(&format!("  Failure {n}: Bash — \"failure {}\"", n - 1)),
+        "{block}"
+    );
+    // A snapshot keeps the count; restored under the same policy it is the same budget,
+    // under a smaller one the first failures are charged, the dropped ones among them.
+    let snapshot = expeditor.snapshot();
+    let json = serde_json::to_string(&snapshot).unwrap();
+    assert!(json.contains("\"dropped\""), "the count is saved");
+    let same = common::expeditor_with(
+        seed_map(),
+        Policy::builder()
+            .threshold(1_000_000)
+            .budget(1_000_000)
+            .build()
+            .unwrap(),
+        &clock,
+    );
+    same.restore(&serde_json::from_str(&json).unwrap()).unwrap();
+    assert_eq!(same.budget(), budget);
+    let small = common::expeditor_with(
+        seed_map(),
+        Policy::builder()
+            .threshold(1_000_000)
+            .budget(40)
+            .build()
+            .unwrap(),
+        &clock,
+    );
+    small
+        .restore(&serde_json::from_str(&json).unwrap())
+        .unwrap();
+    let rebased = small.budget();
+    assert_eq!(rebased.consumed(), 40);
+    assert_eq!(rebased.dropped().charged, 40 - LEDGER_HEAD as u64);
+    assert!(rebased.ledger()[LEDGER_HEAD..].iter().all(|e| !e.charged));
+    // A new cycle starts an empty ledger.
+    expeditor.new_cycle();
+    assert!(expeditor.budget().dropped().is_empty());
+    assert_eq!(expeditor.budget().failures(), 0);
+}

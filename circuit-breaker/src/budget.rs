@@ -2,6 +2,12 @@
 //! (tool, message, step); the budget counts them, and once it is spent the expeditor pauses
 //! every tool until a new cycle. A new cycle resets the budget and keeps breaker states
 //! (R7.4).
+//!
+//! The ledger is bounded (issue 14): it keeps the first [`LEDGER_HEAD`] lines of a cycle and
+//! its latest lines, at most [`LEDGER_LINES`] in all. Lines in between are counted, never
+//! forgotten: how many, how many were charged, folded into a systemic event or held pending
+//! (by tool, so that a tool that recovers is charged for them). With the default budget of 5
+//! no cycle comes near the bound; a budget of a million keeps 256 lines, not a million.
 
 use std::fmt;
 
@@ -9,13 +15,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::Timestamp;
 use crate::failure::Failure;
+use crate::id::ToolName;
 
 /// One line of the ledger (R7.1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LedgerEntry {
-    /// The tool that failed.
-    pub tool: String,
+    /// The tool that failed (for a systemic event's line, every tool it took down, joined
+    /// with `, `).
+    pub tool: ToolName,
     /// Its error message and category.
     pub failure: Failure,
     /// The agent's step.
@@ -39,6 +47,61 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
+/// The most ledger lines a cycle keeps.
+pub const LEDGER_LINES: usize = 256;
+/// The first lines of a cycle, always kept: how it began.
+pub const LEDGER_HEAD: usize = 32;
+/// How many lines go at once when the ledger is full (after the head, the oldest), so that
+/// the cost of dropping is spread over as many failures.
+const LEDGER_DROP: usize = 64;
+
+/// The ledger lines of a cycle that were not kept (see the module documentation): counted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dropped {
+    /// Lines not kept.
+    pub lines: u64,
+    /// Of them, charged.
+    pub charged: u64,
+    /// Of them, folded into a systemic event.
+    pub systemic: u64,
+    /// Of them, held pending, by tool.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<(ToolName, u64)>,
+}
+
+impl Dropped {
+    /// No line was dropped.
+    pub fn is_empty(&self) -> bool {
+        self.lines == 0
+    }
+
+    fn pending_total(&self) -> u64 {
+        self.pending.iter().map(|(_, n)| *n).sum()
+    }
+
+    fn count(&mut self, line: &LedgerEntry) {
+        self.lines = self.lines.saturating_add(1);
+        if line.charged {
+            self.charged = self.charged.saturating_add(1);
+        } else if line.systemic {
+            self.systemic = self.systemic.saturating_add(1);
+        } else if line.pending {
+            match self.pending.iter_mut().find(|(t, _)| *t == line.tool) {
+                Some((_, n)) => *n = n.saturating_add(1),
+                None => self.pending.push((line.tool.clone(), 1)),
+            }
+        }
+    }
+
+    fn take_pending(&mut self, tool: &str) -> u64 {
+        match self.pending.iter().position(|(t, _)| t.as_str() == tool) {
+            Some(i) => self.pending.swap_remove(i).1,
+            None => 0,
+        }
+    }
+}
+
 /// The budget of the current cycle with its ledger.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -47,6 +110,9 @@ pub struct Budget {
     pub(crate) limit: u32,
     pub(crate) consumed: u32,
     pub(crate) ledger: Vec<LedgerEntry>,
+    /// The lines not kept, counted.
+    #[serde(default, skip_serializing_if = "Dropped::is_empty")]
+    pub(crate) dropped: Dropped,
 }
 
 impl Budget {
@@ -56,6 +122,35 @@ impl Budget {
             limit,
             consumed: 0,
             ledger: Vec::new(),
+            dropped: Dropped::default(),
+        }
+    }
+
+    /// Writes `line` down, dropping the oldest lines after the head first when the ledger
+    /// is full.
+    fn write(&mut self, line: LedgerEntry) {
+        if self.ledger.len() >= LEDGER_LINES {
+            self.drop_lines();
+        }
+        self.ledger.push(line);
+    }
+
+    /// Drops [`LEDGER_DROP`] lines after the head (fewer when the ledger is shorter), counting
+    /// them.
+    fn drop_lines(&mut self) {
+        let end = (LEDGER_HEAD + LEDGER_DROP).min(self.ledger.len());
+        if end <= LEDGER_HEAD {
+            return;
+        }
+        for line in self.ledger.drain(LEDGER_HEAD..end) {
+            self.dropped.count(&line);
+        }
+    }
+
+    /// Brings a restored ledger within [`LEDGER_LINES`].
+    pub(crate) fn compact(&mut self) {
+        while self.ledger.len() > LEDGER_LINES {
+            self.drop_lines();
         }
     }
 
@@ -64,15 +159,15 @@ impl Budget {
     /// the budget.
     pub(crate) fn charge(
         &mut self,
-        tool: &str,
+        tool: &ToolName,
         failure: Failure,
         step: u64,
         at: Timestamp,
         pending: bool,
     ) -> bool {
         let charged = !pending && self.take_one();
-        self.ledger.push(LedgerEntry {
-            tool: tool.to_owned(),
+        self.write(LedgerEntry {
+            tool: tool.clone(),
             failure,
             step,
             at,
@@ -103,6 +198,12 @@ impl Budget {
                 exhausted |= charged && self.consumed == self.limit;
             }
         }
+        for _ in 0..self.dropped.take_pending(tool) {
+            if self.take_one() {
+                self.dropped.charged = self.dropped.charged.saturating_add(1);
+                exhausted |= self.consumed == self.limit;
+            }
+        }
         exhausted
     }
 
@@ -121,11 +222,13 @@ impl Budget {
     /// Whether `tool` has failures held pending.
     pub(crate) fn has_pending(&self, tool: &str) -> bool {
         self.ledger.iter().any(|e| e.pending && e.tool == tool)
+            || self.dropped.pending.iter().any(|(t, _)| *t == tool)
     }
 
     /// Folds the last `runs[i].1` failures of each tool `runs[i].0` into one systemic event,
     /// written down as one line and charged once (R9.4). Returns whether the budget is spent
-    /// after the fold.
+    /// after the fold. A run longer than the lines kept folds the tool's dropped pending
+    /// lines too; dropped charged lines stay charged (they are counted, not named).
     pub(crate) fn fold(&mut self, runs: &[(&str, u32)], line: LedgerEntry) -> bool {
         for &(tool, count) in runs {
             let mut left = count;
@@ -143,9 +246,17 @@ impl Budget {
                     entry.systemic = true;
                 }
             }
+            if left > 0
+                && let Some((_, n)) = self.dropped.pending.iter_mut().find(|(t, _)| *t == tool)
+            {
+                let folded = (*n).min(u64::from(left));
+                *n -= folded;
+                self.dropped.systemic = self.dropped.systemic.saturating_add(folded);
+                self.dropped.pending.retain(|(_, n)| *n > 0);
+            }
         }
         let charged = self.take_one();
-        self.ledger.push(LedgerEntry { charged, ..line });
+        self.write(LedgerEntry { charged, ..line });
         self.consumed >= self.limit
     }
 
@@ -154,6 +265,7 @@ impl Budget {
         self.cycle = self.cycle.saturating_add(1);
         self.consumed = 0;
         self.ledger.clear();
+        self.dropped = Dropped::default();
     }
 
     /// Charges the ledger again against a new limit (a snapshot restored under another
@@ -164,24 +276,51 @@ impl Budget {
         }
         self.limit = limit;
         self.consumed = 0;
-        for entry in &mut self.ledger {
+        // In the order of the cycle: the head, the dropped lines, the rest.
+        let head = LEDGER_HEAD.min(self.ledger.len());
+        let charge = |entry: &mut LedgerEntry, consumed: &mut u32| {
             // Failures folded into a systemic event, or held pending one, stay uncharged: the
             // event's own line carries the charge (R9.4).
-            entry.charged = !entry.systemic && !entry.pending && self.consumed < limit;
+            entry.charged = !entry.systemic && !entry.pending && *consumed < limit;
             if entry.charged {
-                self.consumed += 1;
+                *consumed += 1;
             }
+        };
+        for entry in &mut self.ledger[..head] {
+            charge(entry, &mut self.consumed);
+        }
+        let chargeable = self
+            .dropped
+            .lines
+            .saturating_sub(self.dropped.systemic)
+            .saturating_sub(self.dropped.pending_total());
+        let room = u64::from(limit - self.consumed);
+        self.dropped.charged = chargeable.min(room);
+        // At most `room`, so it fits in a u32.
+        self.consumed += u32::try_from(self.dropped.charged).unwrap_or(0);
+        for entry in &mut self.ledger[head..] {
+            charge(entry, &mut self.consumed);
         }
     }
 
     /// Checks a restored budget against the invariants the expeditor keeps.
     pub(crate) fn check(&self) -> Result<(), &'static str> {
-        let charged = self.ledger.iter().filter(|e| e.charged).count();
+        let kept = self.ledger.iter().filter(|e| e.charged).count();
+        let charged = u64::try_from(kept)
+            .unwrap_or(u64::MAX)
+            .saturating_add(self.dropped.charged);
+        let accounted = self
+            .dropped
+            .charged
+            .saturating_add(self.dropped.systemic)
+            .saturating_add(self.dropped.pending_total());
         if self.limit == 0 {
             Err("a budget of 0")
         } else if self.consumed > self.limit {
             Err("more budget consumed than the limit")
-        } else if usize::try_from(self.consumed).ok() != Some(charged) {
+        } else if accounted > self.dropped.lines {
+            Err("more dropped ledger lines accounted for than were dropped")
+        } else if u64::from(self.consumed) != charged {
             Err("consumed budget does not match the charged ledger entries")
         } else if self.cycle == 0 {
             Err("cycle 0 (cycles count from 1)")
@@ -213,9 +352,23 @@ impl Budget {
         self.consumed
     }
 
-    /// Every failure of this cycle, in order (R7.1).
+    /// The failures of this cycle, in order (R7.1): every one, unless the cycle had more than
+    /// [`LEDGER_LINES`]; then the first [`LEDGER_HEAD`] and the latest, the others counted in
+    /// [`dropped`](Self::dropped).
     pub fn ledger(&self) -> &[LedgerEntry] {
         &self.ledger
+    }
+
+    /// The lines of this cycle the ledger did not keep, counted.
+    pub fn dropped(&self) -> &Dropped {
+        &self.dropped
+    }
+
+    /// Every failure written down this cycle, kept or not.
+    pub fn failures(&self) -> u64 {
+        u64::try_from(self.ledger.len())
+            .unwrap_or(u64::MAX)
+            .saturating_add(self.dropped.lines)
     }
 
     /// The budget's status line (R7.2).
@@ -271,11 +424,25 @@ impl fmt::Display for Budget {
         if !self.ledger.is_empty() {
             writeln!(f)?;
         }
+        let head = LEDGER_HEAD.min(self.ledger.len());
         for (i, entry) in self.ledger.iter().enumerate() {
+            if i == head && !self.dropped.is_empty() {
+                writeln!(
+                    f,
+                    "  … {} more failures not kept here ({} charged)",
+                    self.dropped.lines, self.dropped.charged
+                )?;
+            }
+            let index = u64::try_from(i).unwrap_or(u64::MAX).saturating_add(1);
+            let number = if i < head {
+                index
+            } else {
+                index.saturating_add(self.dropped.lines)
+            };
             write!(
                 f,
                 "  Failure {}: {} — \"{}\" (step {})",
-                i + 1,
+                number,
                 entry.tool,
                 entry.failure.summary(),
                 entry.step

@@ -687,7 +687,7 @@ impl Engine {
                 ));
         let exhausted_now = self
             .budget
-            .charge(name, failure.clone(), step, now, pending);
+            .charge(&def.name, failure.clone(), step, now, pending);
         if during_event {
             self.cascade.join(tool, name);
             self.budget.absorb_last();
@@ -1225,7 +1225,7 @@ impl Engine {
         let Some(g) = self.groups.of(tool) else {
             return self.recorded(i);
         };
-        let name = self.defs[i].spec.name().to_owned();
+        let name = self.defs[i].name.clone();
         let during_event = self.cascade.active();
         let pending = during_event
             || (self.policy.cascade_detection()
@@ -1398,7 +1398,7 @@ impl Engine {
             })
             .collect();
         let line = LedgerEntry {
-            tool: event.tools.join(", "),
+            tool: event.tools.join(", ").into(),
             failure: Failure::with_category(
                 event.to_string(),
                 event.category.unwrap_or(FailureCategory::Other),
@@ -1871,6 +1871,8 @@ impl Engine {
     ) -> Result<usize, RestoreError> {
         snapshot.check()?;
         let mut budget = snapshot.budget.clone();
+        // A ledger written by another build may be longer than this one keeps.
+        budget.compact();
         budget.rebase(self.policy.budget());
         let mut halt = budget
             .status()

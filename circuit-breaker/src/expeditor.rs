@@ -37,7 +37,7 @@ use crate::snapshot::{RestoreError, Snapshot};
 use crate::sync::{AtomicU64, CachePadded, Mutex, MutexGuard, Ordering};
 
 pub use crate::engine::{PauseReason, Recorded, SkipReason};
-pub use crate::id::ToolId;
+pub use crate::id::{ToolId, ToolName};
 
 /// The decision layer (R3, R8): per-tool breakers, the failure budget, routing, reports.
 ///
@@ -773,16 +773,15 @@ impl Expeditor {
 
     /// Moves to the next step and returns it. Steps count probe intervals in
     /// [`ProbeUnit::Steps`](crate::policy::ProbeUnit::Steps) and date ledger entries. Lock-free.
+    #[inline]
     pub fn advance_step(&self) -> u64 {
-        // Saturating: a counter that wrapped to 0 would never reach a probe's step again.
-        let previous = self
-            .inner
+        // One increment, never a compare-and-swap loop (two threads stepping at once each
+        // succeed at the first try). It cannot wrap: the counter starts at 0 or at a restored
+        // step of at most `MAX_STEP` (2^62), and is 2^62 increments from the end of `u64`.
+        self.inner
             .step
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| {
-                Some(s.saturating_add(1))
-            })
-            .unwrap_or(u64::MAX);
-        previous.saturating_add(1)
+            .fetch_add(1, Ordering::AcqRel)
+            .wrapping_add(1)
     }
 
     /// Starts a new cycle (R7.4): the budget and ledger reset, a budget pause (or a pause for

@@ -25,6 +25,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::io;
 use std::process::ExitStatus;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -244,8 +245,20 @@ impl FailureCategory {
     /// assert_eq!(FailureCategory::from_message("network error"), FailureCategory::Other);
     /// ```
     pub fn from_message(message: &str) -> Self {
-        let m = message.to_ascii_lowercase();
-        let word = |phrases: &[&str]| phrases.iter().any(|p| contains_word(&m, p));
+        // Lower-cased on the stack when it fits (a failure's message usually does): guessing
+        // a category allocates nothing.
+        let mut stack = [0u8; STACK_MESSAGE];
+        let heap;
+        let m: &str = if let Some(lower) = stack.get_mut(..message.len()) {
+            lower.copy_from_slice(message.as_bytes());
+            lower.make_ascii_lowercase();
+            // ASCII case changes keep UTF-8 valid; the fallback is never taken.
+            std::str::from_utf8(lower).unwrap_or(message)
+        } else {
+            heap = message.to_ascii_lowercase();
+            &heap
+        };
+        let word = |phrases: &[&str]| phrases.iter().any(|p| contains_word(m, p));
         let anywhere = |phrases: &[&str]| phrases.iter().any(|p| m.contains(p));
         if anywhere(NOT_FOUND_PHRASES) {
             FailureCategory::NotFound
@@ -372,10 +385,112 @@ impl Classify for FailureCategory {
     }
 }
 
+/// A failure's message: a `&'static str` as given, or one shared allocation. Recording a
+/// failure keeps it in several places (the breaker's last failure and run, the ledger), each
+/// a copy of the pointer, never of the text (issue 14: one allocation per failure at most).
+#[derive(Clone)]
+enum Text {
+    Static(&'static str),
+    Shared(Arc<str>),
+}
+
+/// Messages up to this long are formatted on the stack and allocated once.
+const STACK_MESSAGE: usize = 256;
+
+impl Text {
+    /// `value`'s text in one allocation when it is at most [`STACK_MESSAGE`] bytes long (two
+    /// otherwise). A `Display` that fails keeps what it wrote: never a panic.
+    fn display(value: &(impl fmt::Display + ?Sized)) -> Self {
+        struct Stack {
+            buf: [u8; STACK_MESSAGE],
+            len: usize,
+        }
+        impl fmt::Write for Stack {
+            fn write_str(&mut self, s: &str) -> fmt::Result {
+                let end = self.len + s.len();
+                let room = self.buf.get_mut(self.len..end).ok_or(fmt::Error)?;
+                room.copy_from_slice(s.as_bytes());
+                self.len = end;
+                Ok(())
+            }
+        }
+        let mut stack = Stack {
+            buf: [0; STACK_MESSAGE],
+            len: 0,
+        };
+        if fmt::write(&mut stack, format_args!("{value}")).is_ok()
+            && let Ok(text) = std::str::from_utf8(&stack.buf[..stack.len])
+        {
+            return Text::Shared(Arc::from(text));
+        }
+        let mut long = String::new();
+        let _ = fmt::write(&mut long, format_args!("{value}"));
+        Text::Shared(Arc::from(long))
+    }
+}
+
+impl From<Cow<'static, str>> for Text {
+    fn from(text: Cow<'static, str>) -> Self {
+        match text {
+            Cow::Borrowed(text) => Text::Static(text),
+            Cow::Owned(text) => Text::Shared(Arc::from(text)),
+        }
+    }
+}
+
+impl std::ops::Deref for Text {
+    type Target = str;
+
+    #[inline]
+    fn deref(&self) -> &str {
+        match self {
+            Text::Static(text) => text,
+            Text::Shared(text) => text,
+        }
+    }
+}
+
+impl fmt::Debug for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl PartialEq for Text {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Text {}
+
+impl std::hash::Hash for Text {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (**self).hash(state);
+    }
+}
+
+impl Serialize for Text {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <Cow<'de, str>>::deserialize(deserializer)?;
+        Ok(Text::Shared(Arc::from(&*text)))
+    }
+}
+
 /// One failed call: its message and category (R9.1).
+///
+/// Cloning one copies a pointer: a failure made from a `&'static str`
+/// ([`new`](Self::new), [`with_category`](Self::with_category)) never allocates, and one made
+/// from an error or a borrowed message allocates its text once.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Failure {
-    message: Cow<'static, str>,
+    message: Text,
     category: FailureCategory,
     /// The tool's server could not be reached (B10): its whole group is down.
     #[serde(default, skip_serializing_if = "is_false")]
@@ -394,7 +509,7 @@ impl Failure {
     /// [`with_http_status`](Self::with_http_status), [`classified`](Self::classified),
     /// [`from_error`](Self::from_error) or `From<io::Error>`.
     pub fn new(message: impl Into<Cow<'static, str>>) -> Self {
-        let message = message.into();
+        let message = Text::from(message.into());
         let category = FailureCategory::from_message(&message);
         Failure {
             message,
@@ -406,7 +521,15 @@ impl Failure {
     /// A failure with a known category.
     pub fn with_category(message: impl Into<Cow<'static, str>>, category: FailureCategory) -> Self {
         Failure {
-            message: message.into(),
+            message: Text::from(message.into()),
+            category,
+            server_unreachable: false,
+        }
+    }
+
+    fn of_text(message: Text, category: FailureCategory) -> Self {
+        Failure {
+            message,
             category,
             server_unreachable: false,
         }
@@ -454,16 +577,18 @@ impl Failure {
         let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
         while let Some(e) = cause {
             if let Some(io) = e.downcast_ref::<io::Error>() {
-                return Failure::with_category(error.to_string(), io.category());
+                return Failure::of_text(Text::display(error), io.category());
             }
             cause = e.source();
         }
-        Failure::new(error.to_string())
+        let message = Text::display(error);
+        let category = FailureCategory::from_message(&message);
+        Failure::of_text(message, category)
     }
 
     /// A failure from an error that classifies itself.
     pub fn classified<E: Classify + fmt::Display + ?Sized>(error: &E) -> Self {
-        Failure::with_category(error.to_string(), error.category())
+        Failure::of_text(Text::display(error), error.category())
     }
 
     /// Marks the failure as the server's, not the tool's (B10): the tool's server could not
@@ -504,7 +629,7 @@ impl Failure {
         if lines.next().is_some() {
             Cow::Owned(format!("{first} …"))
         } else if first.len() == self.message.len() {
-            Cow::Borrowed(&self.message)
+            Cow::Borrowed(&*self.message)
         } else {
             Cow::Borrowed(first)
         }
@@ -530,8 +655,12 @@ impl From<io::Error> for Failure {
 }
 
 impl From<&str> for Failure {
+    /// One allocation, for the shared copy of `message`. (A `&'static str` given to
+    /// [`Failure::new`] or [`Failure::with_category`] is kept as it is: none.)
     fn from(message: &str) -> Self {
-        Failure::new(message.to_owned())
+        let message = Text::Shared(Arc::from(message));
+        let category = FailureCategory::from_message(&message);
+        Failure::of_text(message, category)
     }
 }
 
@@ -605,5 +734,41 @@ mod tests {
         let failure = Failure::from_error(&wrapped);
         assert_eq!(failure.category(), FailureCategory::Timeout);
         assert_eq!(failure.message(), "search failed");
+    }
+
+    #[test]
+    fn messages_of_any_length_and_failing_displays_are_kept_without_a_panic() {
+        struct Long;
+        impl fmt::Display for Long {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                for _ in 0..100 {
+                    f.write_str("connection refused; ")?;
+                }
+                Ok(())
+            }
+        }
+        struct Broken;
+        impl fmt::Display for Broken {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("half a message")?;
+                Err(fmt::Error)
+            }
+        }
+        let long = Failure::from_error(&io::Error::other(Long.to_string()));
+        assert_eq!(long.message().len(), 2000);
+        assert_eq!(long.category(), FailureCategory::Network);
+        let exact = Failure::with_category("x".repeat(STACK_MESSAGE), FailureCategory::Other);
+        assert_eq!(
+            Failure::classified(&FailureCategory::Other).message(),
+            "other"
+        );
+        assert_eq!(exact.message().len(), STACK_MESSAGE);
+        assert_eq!(Text::display(&Broken).to_string(), "half a message");
+        assert_eq!(Text::display(&Long).len(), 2000);
+        let copy = long.clone();
+        assert_eq!(copy, long);
+        let json = serde_json::to_string(&long).unwrap();
+        let back: Failure = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, long);
     }
 }

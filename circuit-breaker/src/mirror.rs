@@ -13,6 +13,10 @@
 //! - the last success (step and wall time), written by `Ticket::success` the first time a
 //!   tool succeeds in a step, and by `publish` only on restore. The engine never keeps it.
 //!
+//! A tool's cells and the pointer to its definition fill one cache line, and no two tools
+//! share one: a tool written on (a success stamped once per step, an attempt counted) never
+//! slows the healthy path of another tool, and a tool costs the mirror 64 bytes.
+//!
 //! [`View`] joins the engine's record with these two cells: reports and snapshots read a
 //! tool through it.
 
@@ -44,9 +48,9 @@ pub(crate) struct Hot {
     opened_at: AtomicU64,
     /// Attempts since the circuit opened (see the module documentation).
     attempts: AtomicU32,
-    /// The last success, on a cache line of its own: it is written once per step, and the
-    /// word beside it is read by every `decide` of every thread.
-    success: CachePadded<SuccessCell>,
+    /// The last success: written once per step, on the tool's own line (its word is read by
+    /// the same calls that write it).
+    success: SuccessCell,
 }
 
 /// The latest step with a success, and the wall time of the first success in it.
@@ -72,10 +76,10 @@ impl Hot {
             word: AtomicU32::new(0),
             opened_at: AtomicU64::new(0),
             attempts: AtomicU32::new(0),
-            success: CachePadded(SuccessCell {
+            success: SuccessCell {
                 step: AtomicU64::new(NEVER),
                 at: AtomicU64::new(0),
-            }),
+            },
         }
     }
 
@@ -193,6 +197,14 @@ pub(crate) struct Slot {
     pub(crate) hot: Hot,
 }
 
+/// One tool's cache line: its slot, once registered.
+#[derive(Debug)]
+#[repr(align(64))]
+struct Line(OnceLock<Slot>);
+
+// A slot and its `OnceLock` fit one line: a tool never straddles two, nor shares one.
+const _: () = assert!(std::mem::size_of::<Line>() == 64);
+
 /// First chunk holds 16 tools, each next chunk twice as many: indices up to `u32::MAX` fit.
 const FIRST_CHUNK_BITS: u32 = 4;
 const CHUNKS: usize = 29;
@@ -200,7 +212,7 @@ const CHUNKS: usize = 29;
 /// The mirror: an append-only table of slots readable without a lock (a slot never moves
 /// once written, so the healthy path reaches it with two atomic loads), and the pause flag.
 pub(crate) struct Mirror {
-    chunks: [OnceLock<Box<[OnceLock<Slot>]>>; CHUNKS],
+    chunks: [OnceLock<Box<[Line]>>; CHUNKS],
     /// A pause or a deferred sub-task is in force: every decide takes the slow path. Read by
     /// every `decide`, written only by `publish`: on a line of its own.
     halted: CachePadded<AtomicBool>,
@@ -233,7 +245,7 @@ impl Mirror {
     #[inline]
     pub(crate) fn get(&self, tool: ToolId) -> Option<&Slot> {
         let (chunk, offset) = Self::locate(tool.index());
-        self.chunks[chunk].get()?.get(offset)?.get()
+        self.chunks[chunk].get()?.get(offset)?.0.get()
     }
 
     #[inline]
@@ -282,11 +294,11 @@ impl Mirror {
         let (chunk, offset) = Self::locate(tool.index());
         let cells = self.chunks[chunk].get_or_init(|| {
             (0..(1usize << (chunk + FIRST_CHUNK_BITS as usize)))
-                .map(|_| OnceLock::new())
+                .map(|_| Line(OnceLock::new()))
                 .collect()
         });
         // Ids are handed out once, under the lock, so the cell is empty.
-        let _ = cells[offset].set(Slot {
+        let _ = cells[offset].0.set(Slot {
             def,
             hot: Hot::new(),
         });

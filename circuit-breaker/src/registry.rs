@@ -4,13 +4,15 @@
 
 use crate::breaker::Settings;
 use crate::capability::ToolSpec;
-use crate::id::ToolId;
+use crate::id::{ToolId, ToolName};
 use crate::policy::Policy;
 
 /// One tool's definition.
 #[derive(Debug)]
 pub(crate) struct ToolDef {
     pub(crate) spec: ToolSpec,
+    /// The spec's name, shared: what ledger lines and events keep of the tool.
+    pub(crate) name: ToolName,
     /// One entry per [`ToolSpec::alternatives`], in the same order: the id of the tool it
     /// names, or `None` when it names no tool (never routed to). Kept aligned by index, so an
     /// alternative that names no tool can never shift the others (a misroute).
@@ -36,6 +38,7 @@ impl ToolDef {
             probe_unit: policy.probe_unit(),
         };
         ToolDef {
+            name: ToolName::from(spec.name()),
             spec,
             alternatives,
             settings,

@@ -8,7 +8,7 @@
 //! - [`ModelNote`]: the short text for a language model (B7).
 
 pub use crate::breaker::{BreakerRecord, FailureMark, SuccessMark};
-pub use crate::budget::{Budget, BudgetStatus, LedgerEntry};
+pub use crate::budget::{Budget, BudgetStatus, Dropped, LEDGER_HEAD, LEDGER_LINES, LedgerEntry};
 pub use crate::cascade::SystemicEvent;
 pub use crate::engine::MistakeCount;
 pub use crate::fleet::StoreStatus;

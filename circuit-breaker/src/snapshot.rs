@@ -78,6 +78,12 @@ pub enum RestoreError {
         /// What is wrong.
         problem: &'static str,
     },
+    /// A step beyond [`MAX_STEP`]: an agent never gets there, so the file is corrupt or
+    /// forged (and a step counter near the end of `u64` could wrap).
+    Step {
+        /// The step found.
+        found: u64,
+    },
     /// A budget that breaks an invariant.
     Budget {
         /// What is wrong.
@@ -105,6 +111,9 @@ impl fmt::Display for RestoreError {
             RestoreError::DuplicateTool { tool } => write!(f, "tool `{tool}` appears twice"),
             RestoreError::Breaker { tool, problem } => write!(f, "breaker of `{tool}`: {problem}"),
             RestoreError::Budget { problem } => write!(f, "budget: {problem}"),
+            RestoreError::Step { found } => {
+                write!(f, "step {found} is beyond the last step ({MAX_STEP})")
+            }
             RestoreError::Map(errors) => fmt::Display::fmt(errors, f),
         }
     }
@@ -131,6 +140,9 @@ impl Snapshot {
                 supported: SNAPSHOT_VERSION,
             });
         }
+        if self.step > MAX_STEP {
+            return Err(RestoreError::Step { found: self.step });
+        }
         self.budget
             .check()
             .map_err(|problem| RestoreError::Budget { problem })?;
@@ -151,6 +163,12 @@ impl Snapshot {
         Ok(())
     }
 }
+
+/// The last step a snapshot may carry, 2^62: an agent stepping once a nanosecond would need
+/// 146 years to reach it, and from it the step counter has as far again to go before it could
+/// wrap, so [`Expeditor::advance_step`](crate::Expeditor::advance_step) is one plain atomic
+/// increment.
+pub const MAX_STEP: u64 = 1 << 62;
 
 /// Why a snapshot file was not saved or not restored. When restoring, nothing was changed.
 #[cfg(feature = "json")]
