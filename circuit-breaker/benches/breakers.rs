@@ -41,7 +41,10 @@
 //!   is subtracted). The peers never open: recloser's error rate is 2.0, failsafe's and
 //!   tower-resilience's consecutive-failure thresholds `u32::MAX` / `usize::MAX`. Printed:
 //!   `alloc/failure, <impl>: N allocations, B bytes per call` (target for ours: at most 1,
-//!   none for the static message).
+//!   none for the static message). Cross-check of the method: `circuit-breaker runtime API,
+//!   threshold 3, failure + success` keeps the usual policy and follows each failure by a
+//!   success (the streak resets, the tool stays CLOSED); its failure cost is that row −
+//!   `t(healthy/circuit-breaker runtime API)`.
 //! - `memory/*`: times the build of 1,000 tools (ours: map + expeditor; the peers: one breaker
 //!   per tool in a `Vec`) and 100,000 failures; the figures are the printed lines.
 //!   `heap per tool/<impl>: X B per tool` = (bytes live after the build, by the counting
@@ -1045,6 +1048,44 @@ fn failure(c: &mut Criterion) {
     group.bench_function("circuit-breaker runtime API, owned String message", |b| {
         b.iter_custom(|iters| time_failures(iters, |_| String::from(STATIC)));
     });
+    // The cross-check: the benchmarks' usual policy (threshold 3), each failure followed by a
+    // success that resets the streak, so the tool stays CLOSED; failure cost = this row −
+    // `healthy/circuit-breaker runtime API`.
+    group.bench_function(
+        "circuit-breaker runtime API, threshold 3, failure + success",
+        |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                let mut done = 0;
+                while done < iters {
+                    let n = (iters - done).min(FAILURE_CHUNK);
+                    let (plain, _) = expeditor();
+                    let policy = Policy::builder()
+                        .threshold(3)
+                        .budget(1_000_000)
+                        .probe_every(1_000)
+                        .probe_unit(ProbeUnit::Steps)
+                        .build()
+                        .expect("valid policy");
+                    let expeditor = Expeditor::builder(plain.capability_map())
+                        .policy(policy)
+                        .build()
+                        .expect("valid map");
+                    let id = expeditor.tool("work").expect("declared");
+                    let start = Instant::now();
+                    for x in done..done + n {
+                        black_box(guarded_failure(&expeditor, id, black_box(x), || STATIC));
+                        black_box(guarded_call(&expeditor, id, black_box(x)));
+                    }
+                    total += start.elapsed();
+                    debug_assert_eq!(expeditor.state(id), Some(CircuitState::Closed));
+                    drop(expeditor);
+                    done += n;
+                }
+                total
+            });
+        },
+    );
     let recloser = recloser::Recloser::custom()
         .error_rate(2.0)
         .closed_len(3)
