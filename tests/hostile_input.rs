@@ -1550,6 +1550,25 @@ fn inconsistent_records_are_refused_and_change_nothing() {
             Box::new(|v| breaker(v, "Bash")["total_failures"] = json!(1)),
         ),
         (
+            "dropped ledger lines charged beyond what was dropped (issue 14)",
+            Box::new(|v| {
+                v["budget"]["dropped"] = json!({"lines": 1, "charged": 2, "systemic": 0});
+            }),
+        ),
+        (
+            "dropped charged lines the budget does not count (issue 14)",
+            Box::new(|v| {
+                v["budget"]["dropped"] = json!({"lines": 3, "charged": 3, "systemic": 0});
+            }),
+        ),
+        (
+            "dropped pending lines of a tool beyond what was dropped (issue 14)",
+            Box::new(|v| {
+                v["budget"]["dropped"] =
+                    json!({"lines": 1, "charged": 0, "systemic": 0, "pending": [["Bash", 2]]});
+            }),
+        ),
+        (
             "17 recent failures",
             Box::new(|v| {
                 let b = breaker(v, "Bash");

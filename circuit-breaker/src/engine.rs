@@ -31,7 +31,7 @@ use crate::failure::{Failure, FailureCategory};
 use crate::fleet::{SharedOpen, SharedTransition, StoreStatus};
 use crate::freshness::{Freshness, FreshnessProfile, FreshnessTracker, Observation};
 use crate::group::{Groups, Outage, ServerLine, ServerOutage};
-use crate::id::ToolId;
+use crate::id::{ToolId, ToolName};
 use crate::policy::Policy;
 use crate::precheck::{Availability, Precheck};
 use crate::registry::ToolDef;
@@ -244,7 +244,8 @@ struct Fleet {
 pub(crate) struct Engine {
     policy: Policy,
     defs: Vec<Arc<ToolDef>>,
-    names: HashMap<Box<str>, ToolId>,
+    /// By name: the key is the definition's own [`ToolName`], not a copy of the text.
+    names: HashMap<ToolName, ToolId>,
     records: Vec<BreakerRecord>,
     prechecks: Vec<Precheck>,
     budget: Budget,
@@ -442,7 +443,7 @@ impl Engine {
             let id = ToolId::from_index(index);
             let def = Arc::new(def);
             let name = def.spec.name();
-            self.names.entry(name.into()).or_insert(id);
+            self.names.entry(def.name.clone()).or_insert(id);
             let disallowed = self
                 .allowed
                 .as_ref()
@@ -1572,7 +1573,7 @@ impl Engine {
             return false;
         };
         let differs = precheck.availability() != availability;
-        precheck.result = Some(availability);
+        precheck.result = Some(Box::new(availability));
         changes.touch(tool);
         if differs {
             changes.events.push(Event::AvailabilityChanged {

@@ -63,8 +63,9 @@ impl fmt::Display for Availability {
 /// What the expeditor keeps of a tool's checks.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Precheck {
-    /// The cached result; `None` until checked, and again after a systemic event.
-    pub(crate) result: Option<Availability>,
+    /// The cached result; `None` until checked, and again after a systemic event. Boxed:
+    /// most tools are never checked, and each keeps one of these.
+    pub(crate) result: Option<Box<Availability>>,
     /// Left out of the allowed-tools list.
     pub(crate) disallowed: bool,
 }
@@ -78,18 +79,21 @@ impl Precheck {
         if self.disallowed {
             Availability::Unavailable(NOT_ALLOWED.to_owned())
         } else {
-            self.result.clone().unwrap_or(Availability::Available)
+            self.result
+                .as_deref()
+                .cloned()
+                .unwrap_or(Availability::Available)
         }
     }
 
     /// Held back from calls (UNAVAILABLE or not allowed).
     pub(crate) fn gated(&self) -> bool {
-        self.disallowed || matches!(self.result, Some(Availability::Unavailable(_)))
+        self.disallowed || matches!(self.result.as_deref(), Some(Availability::Unavailable(_)))
     }
 
     /// The threshold after a DEGRADED result (R10.2).
     pub(crate) fn threshold(&self, threshold: u32) -> u32 {
-        match self.result {
+        match self.result.as_deref() {
             Some(Availability::Degraded(_)) => threshold.saturating_sub(1).max(1),
             _ => threshold,
         }
