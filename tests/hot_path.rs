@@ -287,6 +287,9 @@ fn issue14_toolbox_method_healthy_with_steps_allocates_nothing() {
     assert_eq!((count, bytes), (0, 0), "#[toolbox] healthy path with steps");
 }
 
+/// Reallocations of doubling tables allowed in 1,000 failures (2^10 > 1,000).
+const GROWTH: usize = 10;
+
 /// A policy under which 1,000 failures leave a tool CLOSED and the budget unspent.
 fn never_opens() -> Policy {
     Policy::builder()
@@ -327,26 +330,26 @@ fn failures_on_a_closed_tool<M: Into<circuit_breaker::Failure>>(
 }
 
 /// Issue 14's target: a failure on a CLOSED tool with a `&'static str` message allocates at
-/// most once (amortised over 1,000 failures: the ledger may grow now and then, never per
-/// failure more than that).
+/// most once. Counted over 1,000 failures, with room for [`GROWTH`] reallocations of tables
+/// that grow by doubling (amortised: a handful per thousand, never one per failure).
 #[test]
-#[ignore = "issue 14: failure path allocates 2 per failure today (5 at aa0a82c); target 1"]
+#[ignore = "issue 14: a failure with a static message allocates 5 at aa0a82c (1 in the lead's work in progress); target 1"]
 fn issue14_a_failure_with_a_static_message_allocates_at_most_once() {
     let (count, bytes) = failures_on_a_closed_tool(1_000, |_| "connection refused");
     assert!(
-        count <= 1_000,
+        count <= 1_000 + GROWTH,
         "1,000 failures with a static message: {count} allocations, {bytes} bytes"
     );
 }
 
 /// Issue 14's target with an owned message: the message's own `String` (made inside the
-/// count) is the one allocation a failure may make.
+/// count) is the one allocation a failure may make (and [`GROWTH`] reallocations in all).
 #[test]
-#[ignore = "issue 14: failure path allocates 3 per failure today with the message (6 at aa0a82c); target 1"]
+#[ignore = "issue 14: a failure with an owned message allocates 6 at aa0a82c with the message (2 in the lead's work in progress); target 1"]
 fn issue14_a_failure_with_an_owned_message_allocates_only_the_message() {
     let (count, bytes) = failures_on_a_closed_tool(1_000, |i| format!("exit status {i}"));
     assert!(
-        count <= 1_000,
+        count <= 1_000 + GROWTH,
         "1,000 failures with owned messages: {count} allocations, {bytes} bytes"
     );
 }
