@@ -333,7 +333,6 @@ fn failures_on_a_closed_tool<M: Into<circuit_breaker::Failure>>(
 /// most once. Counted over 1,000 failures, with room for [`GROWTH`] reallocations of tables
 /// that grow by doubling (amortised: a handful per thousand, never one per failure).
 #[test]
-#[ignore = "issue 14: a failure with a static message allocates 5 at aa0a82c (1 in the lead's work in progress); target 1"]
 fn issue14_a_failure_with_a_static_message_allocates_at_most_once() {
     let (count, bytes) = failures_on_a_closed_tool(1_000, |_| "connection refused");
     assert!(
@@ -345,7 +344,7 @@ fn issue14_a_failure_with_a_static_message_allocates_at_most_once() {
 /// Issue 14's target with an owned message: the message's own `String` (made inside the
 /// count) is the one allocation a failure may make (and [`GROWTH`] reallocations in all).
 #[test]
-#[ignore = "issue 14: a failure with an owned message allocates 6 at aa0a82c with the message (2 in the lead's work in progress); target 1"]
+#[ignore = "issue 14: a failure with an owned message allocates 2 today (the message and 1 more); target 1"]
 fn issue14_a_failure_with_an_owned_message_allocates_only_the_message() {
     let (count, bytes) = failures_on_a_closed_tool(1_000, |i| format!("exit status {i}"));
     assert!(
