@@ -84,7 +84,7 @@ pub fn expand(checked: &Checked<'_>) -> TokenStream {
         .iter()
         .map(|tool| handle_method(checked, tool, &enum_ident));
     let json = if checked.json {
-        json_dispatch(checked, &handle_ident)
+        json_dispatch(checked, &handle_ident, &enum_ident)
     } else {
         TokenStream::new()
     };
@@ -289,7 +289,7 @@ pub fn expand(checked: &Checked<'_>) -> TokenStream {
 /// `#[toolbox(json)]` (B8): an argument struct per tool (serde, JSON Schema, the parameters'
 /// docs as descriptions) and `ToolDispatch` on the guarded handle, whose `dispatch` decodes
 /// the arguments and calls the same guarded method as a typed call.
-fn json_dispatch(checked: &Checked<'_>, handle_ident: &Ident) -> TokenStream {
+fn json_dispatch(checked: &Checked<'_>, handle_ident: &Ident, enum_ident: &Ident) -> TokenStream {
     let toolbox = checked.toolbox;
     let self_ty = &toolbox.item.self_ty;
     let generics = &toolbox.item.generics;
@@ -359,7 +359,8 @@ fn json_dispatch(checked: &Checked<'_>, handle_ident: &Ident) -> TokenStream {
         let output_span = syn::spanned::Spanned::span(&tool.tool.sig.output);
         // Said at the tool's return type: a value that does not serialize (an error that
         // does not display).
-        let reply = quote_spanned!(output_span=> _cb::__private::json_reply(&self.expeditor, name, __cb_result));
+        let variant = &tool.variant;
+        let reply = quote_spanned!(output_span=> _cb::__private::json_reply(&self.expeditor, #enum_ident::#variant, name, __cb_result));
         let call = quote!(Self::#ident(self, #(#args),*));
         let answer = if tool.tool.sig.is_async() {
             // A future that is not `Send` is reported at the tool's name.
@@ -754,8 +755,11 @@ fn handle_method(checked: &Checked<'_>, tool: &CheckedTool<'_>, enum_ident: &Ide
         #[doc = ""]
         #[doc = #guard_doc]
         // Inlined like the runtime API's decide and record: the caller sees the ticket path
-        // and the `Result` never goes through memory.
-        #[inline]
+        // and the `Result` never goes through memory. Always: the body is the ticket path and
+        // one call of the tool, and rustc keeps a method called from several places out of
+        // line otherwise (1.7-2.5x the runtime API).
+        #[inline(always)]
+        #[allow(clippy::inline_always)]
         pub #asyncness fn #ident #generics (#receiver, #(#params),*)
             -> #returns
             #where_clause

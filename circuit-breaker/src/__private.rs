@@ -446,6 +446,7 @@ impl fmt::Display for Message {
 #[cfg(feature = "json")]
 pub fn json_reply<T: JsonValue, E: JsonError>(
     expeditor: &Expeditor,
+    id: impl Into<ToolId>,
     tool: &str,
     result: Result<Routed<T>, CallError<E>>,
 ) -> Reply {
@@ -468,7 +469,7 @@ pub fn json_reply<T: JsonValue, E: JsonError>(
         }),
         Err(CallError::Refused(refusal)) => Err(CallError::Refused(refusal)),
     };
-    Reply::from_call(expeditor, tool, result)
+    Reply::from_call_of(expeditor, Some(id.into()), tool, result)
 }
 
 /// A reply already made, as the boxed future `dispatch` returns (a sync tool).

@@ -30,7 +30,7 @@ use crate::breaker::CircuitState;
 use crate::capability::did_you_mean;
 use crate::engine::SkipReason;
 use crate::executor::{CallError, Refusal, Routed};
-use crate::expeditor::Expeditor;
+use crate::expeditor::{Expeditor, ToolId};
 use crate::freshness::Freshness;
 use crate::report::clip;
 use crate::route::{RouteKind, RouteTaken};
@@ -174,7 +174,18 @@ impl Reply {
         tool: &str,
         result: Result<Routed<T>, CallError<E>>,
     ) -> Reply {
-        let state = expeditor.tool(tool).and_then(|id| expeditor.state(id));
+        Reply::from_call_of(expeditor, expeditor.tool(tool), tool, result)
+    }
+
+    /// [`from_call`](Self::from_call) for the tool with id `id`, when the caller knows it
+    /// (the generated dispatcher): the state is read lock-free, without looking the name up.
+    pub(crate) fn from_call_of<T: Serialize, E: fmt::Display>(
+        expeditor: &Expeditor,
+        id: Option<ToolId>,
+        tool: &str,
+        result: Result<Routed<T>, CallError<E>>,
+    ) -> Reply {
+        let state = id.and_then(|id| expeditor.state(id));
         match result {
             Ok(routed) => {
                 let mut notes = Vec::new();

@@ -430,7 +430,10 @@ pub fn plan<'a>(
 ///
 /// # Errors
 /// The [`Refusal`] when the tool must not be called.
-#[inline]
+// Always inlined: returned through memory, the ticket is written in pieces and read back
+// whole, and those stalled loads cost the generated method 2-3x the runtime API (perf).
+#[inline(always)]
+#[allow(clippy::inline_always)]
 pub fn plan_direct(expeditor: &Expeditor, tool: impl Into<ToolId>) -> Result<Ticket<'_>, Refusal> {
     let tool = tool.into();
     match expeditor.decide(tool) {
@@ -482,16 +485,28 @@ pub fn finish<T, E>(
                 freshness: Freshness::Fresh,
             })
         }
-        Err(error) => {
-            let tool = ticket.tool_name().to_owned();
-            let recorded = ticket.failure(failure(&error));
-            Err(CallError::Failed {
-                tool,
-                error,
-                recorded,
-                route,
-            })
-        }
+        Err(error) => Err(failed(ticket, route, error, failure)),
+    }
+}
+
+/// [`finish`]'s failure, out of line: the healthy path stays small enough to inline whole
+/// into the generated method (and it into its caller), and the failure code is one
+/// instantiation per error type, not one per tool.
+#[cold]
+#[inline(never)]
+fn failed<E>(
+    ticket: Ticket<'_>,
+    route: Option<Box<RouteTaken>>,
+    error: E,
+    failure: fn(&E) -> Failure,
+) -> CallError<E> {
+    let tool = ticket.tool_name().to_owned();
+    let recorded = ticket.failure(failure(&error));
+    CallError::Failed {
+        tool,
+        error,
+        recorded,
+        route,
     }
 }
 
@@ -499,9 +514,11 @@ pub fn finish<T, E>(
 /// is from before the current cycle ([`Dated`](crate::freshness::Dated)) is labelled STALE
 /// DATA, also when it came through an alternative; any other value is fresh.
 ///
-/// `dated` is the generated autoref probe: for an output that is not `Dated` it is a constant
-/// `None`, so once inlined the check (and the read of the cycle's start) compiles away and the
-/// healthy path is [`finish`]'s.
+/// `dated` is the generated autoref probe: for an output that is not `Dated` it returns a
+/// constant `None`, so once inlined the check (and the read of the cycle's start) compiles
+/// away and the healthy path is [`finish`]'s. It is a function pointer, not a closure type,
+/// so that every tool with the same output and error types shares one instantiation (compile
+/// time, issue 14).
 ///
 /// # Errors
 /// [`CallError::Failed`] when `result` is an error; `failure` describes it for the breaker.
@@ -512,13 +529,25 @@ pub fn finish_dated<T, E>(
     route: Option<Box<RouteTaken>>,
     result: Result<T, E>,
     failure: fn(&E) -> Failure,
-    dated: impl FnOnce(&T) -> Option<crate::clock::Timestamp>,
+    dated: fn(&T) -> Option<crate::clock::Timestamp>,
 ) -> Result<Routed<T>, CallError<E>> {
-    let mut routed = finish(ticket, route, result, failure)?;
-    if let Some(at) = dated(&routed.value) {
-        routed.freshness = stale_before_cycle(expeditor, at);
+    // Built once, in place: not finished, then taken apart and rebuilt (each move of the
+    // `Result` through memory costs the healthy path).
+    match result {
+        Ok(value) => {
+            ticket.success();
+            let freshness = match dated(&value) {
+                Some(at) => stale_before_cycle(expeditor, at),
+                None => Freshness::Fresh,
+            };
+            Ok(Routed {
+                value,
+                route,
+                freshness,
+            })
+        }
+        Err(error) => Err(failed(ticket, route, error, failure)),
     }
-    Ok(routed)
 }
 
 /// STALE DATA when `at` is before the current cycle began (R6.2), no label otherwise.

@@ -206,7 +206,8 @@ const _: () = {
         }
         ///
         /// Guarded `search`: asks the expeditor first; see [the handle](Self).
-        #[inline]
+        #[inline(always)]
+        #[allow(clippy::inline_always)]
         pub fn search(
             &self,
             query: &str,
@@ -266,7 +267,8 @@ const _: () = {
         }
         ///
         /// Guarded `lookup`: asks the expeditor first; see [the handle](Self).
-        #[inline]
+        #[inline(always)]
+        #[allow(clippy::inline_always)]
         pub fn lookup(
             &self,
             key: u64,

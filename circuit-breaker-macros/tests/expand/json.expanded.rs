@@ -233,7 +233,8 @@ const _: () = {
         /// Searches file contents.
         ///
         /// Guarded `grep`: asks the expeditor first; see [the handle](Self).
-        #[inline]
+        #[inline(always)]
+        #[allow(clippy::inline_always)]
         pub fn grep(
             &self,
             pattern: &str,
@@ -293,7 +294,8 @@ const _: () = {
         }
         ///
         /// Guarded `bash`: asks the expeditor first; see [the handle](Self).
-        #[inline]
+        #[inline(always)]
+        #[allow(clippy::inline_always)]
         pub async fn bash(
             &self,
             command: String,
@@ -325,7 +327,8 @@ const _: () = {
         }
         ///
         /// Guarded `now`: asks the expeditor first; see [the handle](Self).
-        #[inline]
+        #[inline(always)]
+        #[allow(clippy::inline_always)]
         pub fn now(&self) -> _cb::__private::Outcome<Result<u64, std::io::Error>> {
             match _cb::__private::plan_direct(&self.expeditor, WorkspaceTool::Now) {
                 _cb::__private::Ok(__cb_ticket) => {
@@ -421,6 +424,7 @@ const _: () = {
                         _cb::__private::ready(
                             _cb::__private::json_reply(
                                 &self.expeditor,
+                                WorkspaceTool::Grep,
                                 name,
                                 __cb_result,
                             ),
@@ -444,7 +448,12 @@ const _: () = {
                     };
                     _cb::__private::boxed(async move {
                         let __cb_result = Self::bash(self, __cb_args.command).await;
-                        _cb::__private::json_reply(&self.expeditor, name, __cb_result)
+                        _cb::__private::json_reply(
+                            &self.expeditor,
+                            WorkspaceTool::Bash,
+                            name,
+                            __cb_result,
+                        )
                     })
                 }
                 "now" => {
@@ -467,6 +476,7 @@ const _: () = {
                         _cb::__private::ready(
                             _cb::__private::json_reply(
                                 &self.expeditor,
+                                WorkspaceTool::Now,
                                 name,
                                 __cb_result,
                             ),

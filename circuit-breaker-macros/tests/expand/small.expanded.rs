@@ -227,7 +227,8 @@ const _: () = {
         /// Searches file contents.
         ///
         /// Guarded `grep`: asks the expeditor first; see [the handle](Self).
-        #[inline]
+        #[inline(always)]
+        #[allow(clippy::inline_always)]
         pub fn grep(
             &self,
             pattern: &str,
@@ -286,7 +287,8 @@ const _: () = {
         }
         ///
         /// Guarded `bash`: asks the expeditor first; see [the handle](Self).
-        #[inline]
+        #[inline(always)]
+        #[allow(clippy::inline_always)]
         pub fn bash(
             &self,
             command: &str,
@@ -318,7 +320,8 @@ const _: () = {
         }
         ///
         /// Guarded `WebSearch`: asks the expeditor first; see [the handle](Self).
-        #[inline]
+        #[inline(always)]
+        #[allow(clippy::inline_always)]
         pub async fn web_search(
             &mut self,
             query: String,
