@@ -110,7 +110,8 @@ const PERMISSION_PHRASES: &[&str] = &[
 const NOT_FOUND_PHRASES: &[&str] = &["not found", "no such", "enoent", "does not exist"];
 const TIMEOUT_PHRASES: &[&str] = &["timeout", "timed out", "deadline exceeded"];
 
-/// Whether `needle` occurs in `haystack` with no letter or digit right before or after it.
+/// (The tests' oracle.) Whether `needle` occurs in `haystack` with no letter or digit right before or after it.
+#[cfg(test)]
 fn contains_word(haystack: &str, needle: &str) -> bool {
     let bytes = haystack.as_bytes();
     haystack.match_indices(needle).any(|(at, _)| {
@@ -258,22 +259,60 @@ impl FailureCategory {
             heap = message.to_ascii_lowercase();
             &heap
         };
-        let word = |phrases: &[&str]| phrases.iter().any(|p| contains_word(m, p));
-        let anywhere = |phrases: &[&str]| phrases.iter().any(|p| m.contains(p));
-        if anywhere(NOT_FOUND_PHRASES) {
-            FailureCategory::NotFound
-        } else if word(NETWORK_PHRASES) {
-            FailureCategory::Network
-        } else if word(FILESYSTEM_PHRASES) {
-            FailureCategory::Filesystem
-        } else if word(PERMISSION_PHRASES) {
-            FailureCategory::Permission
-        } else if anywhere(TIMEOUT_PHRASES) {
-            FailureCategory::Timeout
-        } else {
-            FailureCategory::Other
+        // One pass over the message: at each byte, only the phrases starting with it.
+        let bytes = m.as_bytes();
+        let index = phrase_index();
+        let mut found = [false; CLASSES.len()];
+        for (at, &b) in bytes.iter().enumerate() {
+            for &(phrase, class) in &index[usize::from(b)] {
+                let p = phrase.as_bytes();
+                if bytes[at..].starts_with(p)
+                    && (!CLASSES[class].1 || {
+                        let before = at.checked_sub(1).and_then(|i| bytes.get(i));
+                        let after = bytes.get(at + p.len());
+                        !before.is_some_and(u8::is_ascii_alphanumeric)
+                            && !after.is_some_and(u8::is_ascii_alphanumeric)
+                    })
+                {
+                    found[class] = true;
+                }
+            }
         }
+        // In order of precedence: a missing resource whatever else is said, then the
+        // infrastructure categories, then a timeout.
+        CLASSES
+            .iter()
+            .zip(found)
+            .find_map(|(&(category, _, _), hit)| hit.then_some(category))
+            .unwrap_or(FailureCategory::Other)
     }
+}
+
+/// The phrase lists in order of precedence: the category, whether a phrase must stand as
+/// whole words, and the phrases.
+const CLASSES: [(FailureCategory, bool, &[&str]); 5] = [
+    (FailureCategory::NotFound, false, NOT_FOUND_PHRASES),
+    (FailureCategory::Network, true, NETWORK_PHRASES),
+    (FailureCategory::Filesystem, true, FILESYSTEM_PHRASES),
+    (FailureCategory::Permission, true, PERMISSION_PHRASES),
+    (FailureCategory::Timeout, false, TIMEOUT_PHRASES),
+];
+
+/// Every phrase by its first byte, with its class (an index into [`CLASSES`]). Built once.
+fn phrase_index() -> &'static [Vec<(&'static str, usize)>; 256] {
+    static INDEX: std::sync::OnceLock<[Vec<(&'static str, usize)>; 256]> =
+        std::sync::OnceLock::new();
+    INDEX.get_or_init(|| {
+        let mut index: [Vec<(&'static str, usize)>; 256] = std::array::from_fn(|_| Vec::new());
+        for (class, &(_, _, phrases)) in CLASSES.iter().enumerate() {
+            for &phrase in phrases {
+                if let Some(&first) = phrase.as_bytes().first() {
+                    index[usize::from(first)].push((phrase, class));
+                }
+            }
+        }
+        index
+    })
 }
 
 /// The category an io kind names, or `None` when the kind says nothing (`Other`, and kinds
@@ -654,13 +693,12 @@ impl From<io::Error> for Failure {
     }
 }
 
-impl From<&str> for Failure {
-    /// One allocation, for the shared copy of `message`. (A `&'static str` given to
-    /// [`Failure::new`] or [`Failure::with_category`] is kept as it is: none.)
-    fn from(message: &str) -> Self {
-        let message = Text::Shared(Arc::from(message));
-        let category = FailureCategory::from_message(&message);
-        Failure::of_text(message, category)
+impl From<&'static str> for Failure {
+    /// A literal message, kept as it is: no allocation, and recording it copies a pointer.
+    /// (A borrowed message that is not `'static` goes through [`Failure::new`] with an owned
+    /// `String`, or [`Failure::from_error`] for an error.)
+    fn from(message: &'static str) -> Self {
+        Failure::new(message)
     }
 }
 
@@ -734,6 +772,72 @@ mod tests {
         let failure = Failure::from_error(&wrapped);
         assert_eq!(failure.category(), FailureCategory::Timeout);
         assert_eq!(failure.message(), "search failed");
+    }
+
+    /// The category guess before issue 14 (one search per phrase), kept as the oracle of the
+    /// one-pass guess.
+    fn guessed_phrase_by_phrase(message: &str) -> FailureCategory {
+        let m = message.to_ascii_lowercase();
+        let word = |phrases: &[&str]| phrases.iter().any(|p| contains_word(&m, p));
+        let anywhere = |phrases: &[&str]| phrases.iter().any(|p| m.contains(p));
+        if anywhere(NOT_FOUND_PHRASES) {
+            FailureCategory::NotFound
+        } else if word(NETWORK_PHRASES) {
+            FailureCategory::Network
+        } else if word(FILESYSTEM_PHRASES) {
+            FailureCategory::Filesystem
+        } else if word(PERMISSION_PHRASES) {
+            FailureCategory::Permission
+        } else if anywhere(TIMEOUT_PHRASES) {
+            FailureCategory::Timeout
+        } else {
+            FailureCategory::Other
+        }
+    }
+
+    #[test]
+    fn the_one_pass_guess_agrees_with_the_phrase_by_phrase_guess() {
+        let phrases: Vec<&str> = CLASSES.iter().flat_map(|c| c.2.iter().copied()).collect();
+        let around = [
+            "",
+            " ",
+            "x",
+            "1",
+            "-",
+            "é",
+            "error: ",
+            " (os error 111)",
+            "DNS",
+            "✓",
+        ];
+        let mut checked = 0;
+        for &a in &phrases {
+            for &b in phrases.iter().step_by(3) {
+                for before in around {
+                    for after in around {
+                        for message in [
+                            format!("{before}{a}{after}"),
+                            format!("{before}{}{after}", a.to_uppercase()),
+                            format!("{before}{a} and {b}{after}"),
+                            format!("{b}{before}{a}{after}"),
+                        ] {
+                            assert_eq!(
+                                FailureCategory::from_message(&message),
+                                guessed_phrase_by_phrase(&message),
+                                "{message:?}"
+                            );
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        let long = format!("{} connection refused", "x".repeat(STACK_MESSAGE));
+        assert_eq!(
+            FailureCategory::from_message(&long),
+            FailureCategory::Network
+        );
+        assert!(checked > 10_000, "{checked}");
     }
 
     #[test]
