@@ -264,16 +264,25 @@ impl FailureCategory {
         let index = phrase_index();
         let mut found = [false; CLASSES.len()];
         for (at, &b) in bytes.iter().enumerate() {
-            for &(phrase, class) in &index[usize::from(b)] {
+            let candidates = &index[usize::from(b)];
+            if candidates.is_empty() {
+                continue;
+            }
+            let rest = &bytes[at..];
+            let word_start = at == 0 || !bytes[at - 1].is_ascii_alphanumeric();
+            for &(phrase, class) in candidates {
                 let p = phrase.as_bytes();
-                if bytes[at..].starts_with(p)
-                    && (!CLASSES[class].1 || {
-                        let before = at.checked_sub(1).and_then(|i| bytes.get(i));
-                        let after = bytes.get(at + p.len());
-                        !before.is_some_and(u8::is_ascii_alphanumeric)
-                            && !after.is_some_and(u8::is_ascii_alphanumeric)
-                    })
+                let whole_words = CLASSES[class].1;
+                // Cheapest tests first: a word phrase only where a word starts, then the
+                // second byte, then the rest, byte by byte (phrases are a few bytes long).
+                if (whole_words && !word_start)
+                    || p.len() > rest.len()
+                    || p.get(1) != rest.get(1).filter(|_| p.len() > 1)
+                    || !p.iter().zip(rest).all(|(x, y)| x == y)
                 {
+                    continue;
+                }
+                if !whole_words || !rest.get(p.len()).is_some_and(u8::is_ascii_alphanumeric) {
                     found[class] = true;
                 }
             }
