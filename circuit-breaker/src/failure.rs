@@ -263,21 +263,19 @@ impl FailureCategory {
         let bytes = m.as_bytes();
         let index = phrase_index();
         let mut found = [false; CLASSES.len()];
-        for (at, &b) in bytes.iter().enumerate() {
-            let candidates = &index[usize::from(b)];
+        for (at, pair) in bytes.windows(2).enumerate() {
+            let candidates = &index[bucket(pair[0], pair[1])];
             if candidates.is_empty() {
                 continue;
             }
             let rest = &bytes[at..];
             let word_start = at == 0 || !bytes[at - 1].is_ascii_alphanumeric();
-            for &(phrase, class) in candidates {
-                let p = phrase.as_bytes();
+            for &(p, class) in candidates {
                 let whole_words = CLASSES[class].1;
-                // Cheapest tests first: a word phrase only where a word starts, then the
-                // second byte, then the rest, byte by byte (phrases are a few bytes long).
+                // A word phrase only where a word starts; then the bytes, by hand (phrases
+                // are a few bytes long).
                 if (whole_words && !word_start)
                     || p.len() > rest.len()
-                    || p.get(1) != rest.get(1).filter(|_| p.len() > 1)
                     || !p.iter().zip(rest).all(|(x, y)| x == y)
                 {
                     continue;
@@ -307,16 +305,25 @@ const CLASSES: [(FailureCategory, bool, &[&str]); 5] = [
     (FailureCategory::Timeout, false, TIMEOUT_PHRASES),
 ];
 
-/// Every phrase by its first byte, with its class (an index into [`CLASSES`]). Built once.
-fn phrase_index() -> &'static [Vec<(&'static str, usize)>; 256] {
-    static INDEX: std::sync::OnceLock<[Vec<(&'static str, usize)>; 256]> =
+/// A phrase's bucket in [`phrase_index`]: its first two bytes, mixed (every phrase has at
+/// least two).
+#[inline]
+fn bucket(first: u8, second: u8) -> usize {
+    usize::from(first.wrapping_mul(31) ^ second)
+}
+
+/// Every phrase by the bucket of its first two bytes, with its class (an index into
+/// [`CLASSES`]): most positions of a message start no phrase at all and are passed at the
+/// cost of one lookup. Built once.
+fn phrase_index() -> &'static [Vec<(&'static [u8], usize)>; 256] {
+    static INDEX: std::sync::OnceLock<[Vec<(&'static [u8], usize)>; 256]> =
         std::sync::OnceLock::new();
     INDEX.get_or_init(|| {
-        let mut index: [Vec<(&'static str, usize)>; 256] = std::array::from_fn(|_| Vec::new());
+        let mut index: [Vec<(&'static [u8], usize)>; 256] = std::array::from_fn(|_| Vec::new());
         for (class, &(_, _, phrases)) in CLASSES.iter().enumerate() {
             for &phrase in phrases {
-                if let Some(&first) = phrase.as_bytes().first() {
-                    index[usize::from(first)].push((phrase, class));
+                if let [first, second, ..] = *phrase.as_bytes() {
+                    index[bucket(first, second)].push((phrase.as_bytes(), class));
                 }
             }
         }
