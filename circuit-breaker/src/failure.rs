@@ -272,10 +272,11 @@ impl FailureCategory {
             let word_start = at == 0 || !bytes[at - 1].is_ascii_alphanumeric();
             for &(p, class) in candidates {
                 let whole_words = CLASSES[class].1;
-                // A word phrase only where a word starts; then the bytes, by hand (phrases
-                // are a few bytes long).
+                // A word phrase only where a word starts; then the last byte (phrases that
+                // share a bucket share their start: "connection refused", "connection
+                // reset"); then the rest, by hand (phrases are a few bytes long).
                 if (whole_words && !word_start)
-                    || p.len() > rest.len()
+                    || p.last() != rest.get(p.len().wrapping_sub(1))
                     || !p.iter().zip(rest).all(|(x, y)| x == y)
                 {
                     continue;

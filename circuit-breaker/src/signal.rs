@@ -26,7 +26,9 @@ impl Signal {
         // SeqCst here and in `poll_changed`: either the bump sees `waiting`, or the waiter sees
         // the new version.
         self.version.fetch_add(1, Ordering::SeqCst);
-        if self.waiting.swap(false, Ordering::SeqCst) {
+        // A load first: with no one waiting (the usual case) the bump is one atomic
+        // read-modify-write, not two. The load is SeqCst too, so the argument above holds.
+        if self.waiting.load(Ordering::SeqCst) && self.waiting.swap(false, Ordering::SeqCst) {
             let wakers = std::mem::take(&mut *self.lock());
             for waker in wakers {
                 waker.wake();
