@@ -705,10 +705,16 @@ fn handle_method(checked: &Checked<'_>, tool: &CheckedTool<'_>, enum_ident: &Ide
 
     let body = if adapters.is_empty() {
         let done = finish(quote!(__cb_ticket), none.clone(), &primary_result);
+        // The decision matched here, as a hand-written caller of the runtime API does: the
+        // ticket goes from `decide` to `finish` without another enum around it.
         quote! {
-            match _cb::__private::plan_direct(&self.expeditor, #enum_ident::#variant) {
-                _cb::__private::Ok(__cb_ticket) => #done,
-                _cb::__private::Err(__cb_refusal) => #refuse,
+            match self.expeditor.decide(#enum_ident::#variant) {
+                _cb::__private::Decision::Call(__cb_ticket)
+                | _cb::__private::Decision::Probe(__cb_ticket) => #done,
+                __cb_decision => {
+                    let __cb_refusal = _cb::__private::refuse(&self.expeditor, _cb::__private::ToolId::from(#enum_ident::#variant), &__cb_decision);
+                    #refuse
+                }
             }
         }
     } else {

@@ -5,9 +5,9 @@ use std::fmt;
 pub use crate::capability::{AlternativeSpec, CapabilityMap, Degradation, ToolSpec};
 pub use crate::executor::{
     CallError, Freshen, Plan, Routed, finish, finish_dated, finish_fresh, keep_last_good, plan,
-    plan_direct, serve_stale,
+    plan_direct, refuse, serve_stale,
 };
-pub use crate::expeditor::{Expeditor, ExpeditorBuilder, ToolId};
+pub use crate::expeditor::{Decision, Expeditor, ExpeditorBuilder, ToolId};
 pub use crate::failure::{Classify, Failure};
 pub use crate::freshness::{Dated, FreshnessProfile, StaleCache, digest};
 pub use crate::policy::{Policy, ProbeUnit};

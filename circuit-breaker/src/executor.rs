@@ -445,7 +445,7 @@ pub fn plan_direct(expeditor: &Expeditor, tool: impl Into<ToolId>) -> Result<Tic
 /// The refusal for a SKIP or PAUSE when no adapter can take the call: the best route as
 /// advice.
 #[cold]
-fn refuse(expeditor: &Expeditor, tool: ToolId, decision: &Decision<'_>) -> Refusal {
+pub fn refuse(expeditor: &Expeditor, tool: ToolId, decision: &Decision<'_>) -> Refusal {
     match decision {
         Decision::Pause(pause) => Refusal::paused(expeditor, tool, pause),
         Decision::Skip(skip) => Refusal::from_skip(expeditor, skip, &skip.route()),

@@ -231,8 +231,9 @@ const _: () = {
                     (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
                 },
             };
-            match _cb::__private::plan_direct(&self.expeditor, IndexTool::Search) {
-                _cb::__private::Ok(__cb_ticket) => {
+            match self.expeditor.decide(IndexTool::Search) {
+                _cb::__private::Decision::Call(__cb_ticket)
+                | _cb::__private::Decision::Probe(__cb_ticket) => {
                     let __cb_outcome = _cb::__private::finish_fresh(
                         &self.expeditor,
                         __cb_ticket,
@@ -256,7 +257,12 @@ const _: () = {
                     );
                     __cb_outcome
                 }
-                _cb::__private::Err(__cb_refusal) => {
+                __cb_decision => {
+                    let __cb_refusal = _cb::__private::refuse(
+                        &self.expeditor,
+                        _cb::__private::ToolId::from(IndexTool::Search),
+                        &__cb_decision,
+                    );
                     _cb::__private::serve_stale(
                         __cb_refusal,
                         &self.__cb_stale_search,
@@ -283,8 +289,9 @@ const _: () = {
                     (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
                 },
             };
-            match _cb::__private::plan_direct(&self.expeditor, IndexTool::Lookup) {
-                _cb::__private::Ok(__cb_ticket) => {
+            match self.expeditor.decide(IndexTool::Lookup) {
+                _cb::__private::Decision::Call(__cb_ticket)
+                | _cb::__private::Decision::Probe(__cb_ticket) => {
                     _cb::__private::finish_fresh(
                         &self.expeditor,
                         __cb_ticket,
@@ -301,7 +308,12 @@ const _: () = {
                         &__cb_freshen,
                     )
                 }
-                _cb::__private::Err(__cb_refusal) => {
+                __cb_decision => {
+                    let __cb_refusal = _cb::__private::refuse(
+                        &self.expeditor,
+                        _cb::__private::ToolId::from(IndexTool::Lookup),
+                        &__cb_decision,
+                    );
                     _cb::__private::Err(_cb::__private::CallError::Refused(__cb_refusal))
                 }
             }

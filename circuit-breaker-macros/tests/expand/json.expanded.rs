@@ -300,8 +300,9 @@ const _: () = {
             &self,
             command: String,
         ) -> _cb::__private::Outcome<Result<String, std::io::Error>> {
-            match _cb::__private::plan_direct(&self.expeditor, WorkspaceTool::Bash) {
-                _cb::__private::Ok(__cb_ticket) => {
+            match self.expeditor.decide(WorkspaceTool::Bash) {
+                _cb::__private::Decision::Call(__cb_ticket)
+                | _cb::__private::Decision::Probe(__cb_ticket) => {
                     _cb::__private::finish_dated(
                         &self.expeditor,
                         __cb_ticket,
@@ -320,7 +321,12 @@ const _: () = {
                         },
                     )
                 }
-                _cb::__private::Err(__cb_refusal) => {
+                __cb_decision => {
+                    let __cb_refusal = _cb::__private::refuse(
+                        &self.expeditor,
+                        _cb::__private::ToolId::from(WorkspaceTool::Bash),
+                        &__cb_decision,
+                    );
                     _cb::__private::Err(_cb::__private::CallError::Refused(__cb_refusal))
                 }
             }
@@ -330,8 +336,9 @@ const _: () = {
         #[inline(always)]
         #[allow(clippy::inline_always)]
         pub fn now(&self) -> _cb::__private::Outcome<Result<u64, std::io::Error>> {
-            match _cb::__private::plan_direct(&self.expeditor, WorkspaceTool::Now) {
-                _cb::__private::Ok(__cb_ticket) => {
+            match self.expeditor.decide(WorkspaceTool::Now) {
+                _cb::__private::Decision::Call(__cb_ticket)
+                | _cb::__private::Decision::Probe(__cb_ticket) => {
                     _cb::__private::finish_dated(
                         &self.expeditor,
                         __cb_ticket,
@@ -350,7 +357,12 @@ const _: () = {
                         },
                     )
                 }
-                _cb::__private::Err(__cb_refusal) => {
+                __cb_decision => {
+                    let __cb_refusal = _cb::__private::refuse(
+                        &self.expeditor,
+                        _cb::__private::ToolId::from(WorkspaceTool::Now),
+                        &__cb_decision,
+                    );
                     _cb::__private::Err(_cb::__private::CallError::Refused(__cb_refusal))
                 }
             }

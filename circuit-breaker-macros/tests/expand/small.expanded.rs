@@ -293,8 +293,9 @@ const _: () = {
             &self,
             command: &str,
         ) -> _cb::__private::Outcome<Result<String, std::io::Error>> {
-            match _cb::__private::plan_direct(&self.expeditor, WorkspaceTool::Bash) {
-                _cb::__private::Ok(__cb_ticket) => {
+            match self.expeditor.decide(WorkspaceTool::Bash) {
+                _cb::__private::Decision::Call(__cb_ticket)
+                | _cb::__private::Decision::Probe(__cb_ticket) => {
                     _cb::__private::finish_dated(
                         &self.expeditor,
                         __cb_ticket,
@@ -313,7 +314,12 @@ const _: () = {
                         },
                     )
                 }
-                _cb::__private::Err(__cb_refusal) => {
+                __cb_decision => {
+                    let __cb_refusal = _cb::__private::refuse(
+                        &self.expeditor,
+                        _cb::__private::ToolId::from(WorkspaceTool::Bash),
+                        &__cb_decision,
+                    );
                     _cb::__private::Err(_cb::__private::CallError::Refused(__cb_refusal))
                 }
             }
@@ -326,11 +332,9 @@ const _: () = {
             &mut self,
             query: String,
         ) -> _cb::__private::Outcome<std::io::Result<Vec<String>>> {
-            match _cb::__private::plan_direct(
-                &self.expeditor,
-                WorkspaceTool::WebSearch,
-            ) {
-                _cb::__private::Ok(__cb_ticket) => {
+            match self.expeditor.decide(WorkspaceTool::WebSearch) {
+                _cb::__private::Decision::Call(__cb_ticket)
+                | _cb::__private::Decision::Probe(__cb_ticket) => {
                     _cb::__private::finish_dated(
                         &self.expeditor,
                         __cb_ticket,
@@ -348,7 +352,12 @@ const _: () = {
                         },
                     )
                 }
-                _cb::__private::Err(__cb_refusal) => {
+                __cb_decision => {
+                    let __cb_refusal = _cb::__private::refuse(
+                        &self.expeditor,
+                        _cb::__private::ToolId::from(WorkspaceTool::WebSearch),
+                        &__cb_decision,
+                    );
                     _cb::__private::Err(_cb::__private::CallError::Refused(__cb_refusal))
                 }
             }
