@@ -246,25 +246,14 @@ impl FailureCategory {
     /// assert_eq!(FailureCategory::from_message("network error"), FailureCategory::Other);
     /// ```
     pub fn from_message(message: &str) -> Self {
-        // Lower-cased on the stack when it fits (a failure's message usually does): guessing
-        // a category allocates nothing.
-        let mut stack = [0u8; STACK_MESSAGE];
-        let heap;
-        let m: &str = if let Some(lower) = stack.get_mut(..message.len()) {
-            lower.copy_from_slice(message.as_bytes());
-            lower.make_ascii_lowercase();
-            // ASCII case changes keep UTF-8 valid; the fallback is never taken.
-            std::str::from_utf8(lower).unwrap_or(message)
-        } else {
-            heap = message.to_ascii_lowercase();
-            &heap
-        };
-        // One pass over the message: at each byte, only the phrases starting with it.
-        let bytes = m.as_bytes();
+        // Compared without case, byte by byte (the phrases are lower-case ASCII): nothing is
+        // copied and nothing allocated.
+        let bytes = message.as_bytes();
         let index = phrase_index();
         let mut found = [false; CLASSES.len()];
         for (at, pair) in bytes.windows(2).enumerate() {
-            let candidates = &index[bucket(pair[0], pair[1])];
+            let candidates =
+                index.candidates(pair[0].to_ascii_lowercase(), pair[1].to_ascii_lowercase());
             if candidates.is_empty() {
                 continue;
             }
@@ -276,8 +265,14 @@ impl FailureCategory {
                 // share a bucket share their start: "connection refused", "connection
                 // reset"); then the rest, by hand (phrases are a few bytes long).
                 if (whole_words && !word_start)
-                    || p.last() != rest.get(p.len().wrapping_sub(1))
-                    || !p.iter().zip(rest).all(|(x, y)| x == y)
+                    || p.last().copied()
+                        != rest
+                            .get(p.len().wrapping_sub(1))
+                            .map(u8::to_ascii_lowercase)
+                    || !p
+                        .iter()
+                        .zip(rest)
+                        .all(|(x, y)| *x == y.to_ascii_lowercase())
                 {
                     continue;
                 }
@@ -306,29 +301,56 @@ const CLASSES: [(FailureCategory, bool, &[&str]); 5] = [
     (FailureCategory::Timeout, false, TIMEOUT_PHRASES),
 ];
 
-/// A phrase's bucket in [`phrase_index`]: its first two bytes, mixed (every phrase has at
-/// least two).
+/// A phrase's bucket in [`PhraseIndex`]: its first two bytes, six bits each (letters,
+/// digits and the space each keep their own; a digit shares with a letter, which the full
+/// comparison tells apart).
 #[inline]
 fn bucket(first: u8, second: u8) -> usize {
-    usize::from(first.wrapping_mul(31) ^ second)
+    (usize::from(first & 63) << 6) | usize::from(second & 63)
 }
 
-/// Every phrase by the bucket of its first two bytes, with its class (an index into
-/// [`CLASSES`]): most positions of a message start no phrase at all and are passed at the
-/// cost of one lookup. Built once.
-fn phrase_index() -> &'static [Vec<(&'static [u8], usize)>; 256] {
-    static INDEX: std::sync::OnceLock<[Vec<(&'static [u8], usize)>; 256]> =
-        std::sync::OnceLock::new();
+/// Every phrase with its class (an index into [`CLASSES`]), ordered by bucket, and where each
+/// bucket starts: most positions of a message start no phrase at all and are passed at the
+/// cost of two loads.
+struct PhraseIndex {
+    phrases: Vec<(&'static [u8], usize)>,
+    starts: Vec<u16>,
+}
+
+impl PhraseIndex {
+    #[inline]
+    fn candidates(&self, first: u8, second: u8) -> &[(&'static [u8], usize)] {
+        let b = bucket(first, second);
+        let (Some(&from), Some(&to)) = (self.starts.get(b), self.starts.get(b + 1)) else {
+            return &[];
+        };
+        self.phrases
+            .get(usize::from(from)..usize::from(to))
+            .unwrap_or(&[])
+    }
+}
+
+/// The phrase index, built once.
+fn phrase_index() -> &'static PhraseIndex {
+    static INDEX: std::sync::OnceLock<PhraseIndex> = std::sync::OnceLock::new();
     INDEX.get_or_init(|| {
-        let mut index: [Vec<(&'static [u8], usize)>; 256] = std::array::from_fn(|_| Vec::new());
-        for (class, &(_, _, phrases)) in CLASSES.iter().enumerate() {
-            for &phrase in phrases {
-                if let [first, second, ..] = *phrase.as_bytes() {
-                    index[bucket(first, second)].push((phrase.as_bytes(), class));
+        let mut phrases: Vec<(&'static [u8], usize)> = Vec::new();
+        for (class, &(_, _, list)) in CLASSES.iter().enumerate() {
+            for &phrase in list {
+                if phrase.len() >= 2 {
+                    phrases.push((phrase.as_bytes(), class));
                 }
             }
         }
-        index
+        phrases.sort_by_key(|&(p, _)| bucket(p[0], p[1]));
+        let mut starts = vec![0u16; 4097];
+        for &(p, _) in &phrases {
+            starts[bucket(p[0], p[1]) + 1] += 1;
+        }
+        for b in 1..starts.len() {
+            starts[b] += starts[b - 1];
+        }
+        PhraseIndex { phrases, starts }
     })
 }
 
