@@ -821,6 +821,13 @@ impl Expeditor {
             .map(|s| s.def.spec.name())
     }
 
+    /// A tool's spec, read from the lock-free mirror: O(1), no lock, no clone (a refusal's
+    /// text renders its route from it).
+    #[allow(dead_code)] // for the refusal's rendering (executor.rs), which may read it
+    pub(crate) fn spec(&self, tool: ToolId) -> Option<&ToolSpec> {
+        self.inner.mirror.get(tool).map(|s| &s.def.spec)
+    }
+
     /// Registers a tool found at run time (R2.4, B6), given as a [`ToolSpec`] or the builder
     /// that makes one, checked like a map entry (R1.4): its alternatives must name known
     /// tools. It starts CLOSED. Registering a name already known returns its id unchanged when

@@ -435,8 +435,7 @@ pub trait Classify {
 impl Classify for io::Error {
     /// The kind's category; the message only when the kind says nothing (`ErrorKind::Other`).
     fn category(&self) -> FailureCategory {
-        io_kind_category(self.kind())
-            .unwrap_or_else(|| FailureCategory::from_message(&self.to_string()))
+        io_kind_category(self.kind()).unwrap_or_else(|| guess_from_display(self))
     }
 }
 
@@ -479,25 +478,9 @@ impl Text {
     /// `value`'s text in one allocation when it is at most [`STACK_MESSAGE`] bytes long (two
     /// otherwise). A `Display` that fails keeps what it wrote: never a panic.
     fn display(value: &(impl fmt::Display + ?Sized)) -> Self {
-        struct Stack {
-            buf: [u8; STACK_MESSAGE],
-            len: usize,
-        }
-        impl fmt::Write for Stack {
-            fn write_str(&mut self, s: &str) -> fmt::Result {
-                let end = self.len + s.len();
-                let room = self.buf.get_mut(self.len..end).ok_or(fmt::Error)?;
-                room.copy_from_slice(s.as_bytes());
-                self.len = end;
-                Ok(())
-            }
-        }
-        let mut stack = Stack {
-            buf: [0; STACK_MESSAGE],
-            len: 0,
-        };
+        let mut stack = Stack::new();
         if fmt::write(&mut stack, format_args!("{value}")).is_ok()
-            && let Ok(text) = std::str::from_utf8(&stack.buf[..stack.len])
+            && let Some(text) = stack.text()
         {
             return Text::Shared(Arc::from(text));
         }
@@ -721,8 +704,54 @@ impl fmt::Display for Failure {
 }
 
 impl From<&io::Error> for Failure {
+    /// One allocation, the message; the category from the kind, or from the message when the
+    /// kind says nothing.
     fn from(error: &io::Error) -> Self {
-        Failure::classified(error)
+        let message = Text::display(error);
+        let category = io_kind_category(error.kind())
+            .unwrap_or_else(|| FailureCategory::from_message(&message));
+        Failure::of_text(message, category)
+    }
+}
+
+/// [`FailureCategory::from_message`] of `value`'s text, formatted on the stack when it fits:
+/// no allocation for a message of up to [`STACK_MESSAGE`] bytes.
+fn guess_from_display(value: &(impl fmt::Display + ?Sized)) -> FailureCategory {
+    let mut stack = Stack::new();
+    if fmt::write(&mut stack, format_args!("{value}")).is_ok()
+        && let Some(text) = stack.text()
+    {
+        return FailureCategory::from_message(text);
+    }
+    FailureCategory::from_message(&value.to_string())
+}
+
+/// A message formatted on the stack: up to [`STACK_MESSAGE`] bytes, else an error.
+struct Stack {
+    buf: [u8; STACK_MESSAGE],
+    len: usize,
+}
+
+impl Stack {
+    fn new() -> Self {
+        Stack {
+            buf: [0; STACK_MESSAGE],
+            len: 0,
+        }
+    }
+
+    fn text(&self) -> Option<&str> {
+        std::str::from_utf8(&self.buf[..self.len]).ok()
+    }
+}
+
+impl fmt::Write for Stack {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let end = self.len + s.len();
+        let room = self.buf.get_mut(self.len..end).ok_or(fmt::Error)?;
+        room.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
     }
 }
 
