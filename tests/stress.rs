@@ -174,7 +174,9 @@ fn one_call(
 /// The budget's invariants, read under one lock.
 fn check_budget(expeditor: &Expeditor, tally: &Tally) {
     let budget = expeditor.budget();
-    let charged = budget.ledger().iter().filter(|e| e.charged).count();
+    // The ledger keeps at most `LEDGER_LINES` lines; the rest are counted (issue 14).
+    let charged = budget.ledger().iter().filter(|e| e.charged).count()
+        + usize::try_from(budget.dropped().charged).unwrap();
     if budget.consumed() > budget.limit() {
         tally.violation(format!(
             "budget exceeded: {} / {}",
@@ -359,12 +361,20 @@ fn check_round(
 ) {
     check_budget(expeditor, tally);
     let budget = expeditor.budget();
+    // Kept lines and the lines the bounded ledger only counted (issue 14).
+    let dropped = budget.dropped();
     let failure_lines = budget
         .ledger()
         .iter()
         .filter(|e| SEED_TOOLS.contains(&e.tool.as_str()))
-        .count();
-    let event_lines = budget.ledger().len() - failure_lines;
+        .count()
+        + usize::try_from(dropped.lines - dropped.events).unwrap();
+    let event_lines = budget.ledger().iter().filter(|e| e.event).count()
+        + usize::try_from(dropped.events).unwrap();
+    assert_eq!(
+        u64::try_from(budget.ledger().len()).unwrap() + dropped.lines,
+        budget.failures()
+    );
     let reported = round_failures.swap(0, Ordering::SeqCst);
     if failure_lines as u64 != reported {
         tally.violation(format!(

@@ -40,11 +40,20 @@ pub struct LedgerEntry {
     /// Folded into a systemic event, which is charged once for all its failures (R9.4).
     #[serde(default, skip_serializing_if = "is_false")]
     pub systemic: bool,
+    /// The line of a systemic event itself (its tools joined in `tool`), charged once for the
+    /// failures folded into it (R9.4).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub event: bool,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
 fn is_false(b: &bool) -> bool {
     !*b
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The most ledger lines a cycle keeps.
@@ -65,6 +74,9 @@ pub struct Dropped {
     pub charged: u64,
     /// Of them, folded into a systemic event.
     pub systemic: u64,
+    /// Of them, lines of a systemic event itself.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub events: u64,
     /// Of them, held pending, by tool.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending: Vec<(ToolName, u64)>,
@@ -82,6 +94,9 @@ impl Dropped {
 
     fn count(&mut self, line: &LedgerEntry) {
         self.lines = self.lines.saturating_add(1);
+        if line.event {
+            self.events = self.events.saturating_add(1);
+        }
         if line.charged {
             self.charged = self.charged.saturating_add(1);
         } else if line.systemic {
@@ -174,6 +189,7 @@ impl Budget {
             charged,
             pending,
             systemic: false,
+            event: false,
         });
         charged && self.consumed == self.limit
     }
@@ -256,7 +272,11 @@ impl Budget {
             }
         }
         let charged = self.take_one();
-        self.write(LedgerEntry { charged, ..line });
+        self.write(LedgerEntry {
+            charged,
+            event: true,
+            ..line
+        });
         self.consumed >= self.limit
     }
 
@@ -318,7 +338,7 @@ impl Budget {
             Err("a budget of 0")
         } else if self.consumed > self.limit {
             Err("more budget consumed than the limit")
-        } else if accounted > self.dropped.lines {
+        } else if accounted > self.dropped.lines || self.dropped.events > self.dropped.lines {
             Err("more dropped ledger lines accounted for than were dropped")
         } else if u64::from(self.consumed) != charged {
             Err("consumed budget does not match the charged ledger entries")

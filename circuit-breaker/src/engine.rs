@@ -1409,6 +1409,7 @@ impl Engine {
             charged: true,
             pending: false,
             systemic: false,
+            event: true,
         };
         self.budget.fold(&runs, line);
         // The systemic pause takes over from a budget pause: the fold may have refunded it.
