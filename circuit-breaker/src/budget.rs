@@ -20,6 +20,7 @@ use crate::id::ToolName;
 /// One line of the ledger (R7.1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[allow(clippy::struct_excessive_bools)] // four independent flags of one line, as data
 pub struct LedgerEntry {
     /// The tool that failed (for a systemic event's line, every tool it took down, joined
     /// with `, `).
