@@ -304,7 +304,7 @@ impl EngineDriver {
         if record.state == CircuitState::Open {
             record.attempts_since_open = self.attempts.get(i).copied().unwrap_or(0);
         }
-        record.last_success = self.successes.get(i).copied().flatten();
+        record.set_last_success(self.successes.get(i).copied().flatten());
         Some(record)
     }
 

@@ -100,44 +100,110 @@ pub(crate) const RUN_MEMORY: usize = 16;
 ///
 /// Equality compares what a snapshot keeps: the probe in flight and its epoch belong to the
 /// process and are left out.
+///
+/// What a tool that never failed does not need (its last failure, its run of failures, its
+/// last success as a report reads it) is kept behind one pointer, allocated at its first
+/// failure: a healthy tool's breaker is 72 bytes (was 160; issue 14).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(into = "RecordWire", from = "RecordWire")]
 pub struct BreakerRecord {
     pub(crate) state: CircuitState,
     pub(crate) consecutive_failures: u32,
-    pub(crate) last_failure: Option<FailureMark>,
-    pub(crate) last_success: Option<SuccessMark>,
-    /// The step at which the circuit last opened (or re-opened after a failed probe).
-    pub(crate) opened_at_step: Option<u64>,
     /// Attempts to use the tool since it last opened.
     pub(crate) attempts_since_open: u32,
-    /// The failures of the current consecutive run (the last [`RUN_MEMORY`]).
-    #[serde(default)]
-    pub(crate) recent_failures: Vec<Failure>,
+    /// The last failure, the run and the last success; `None` until there is one.
+    pub(crate) history: Option<Box<History>>,
+    /// The step at which the circuit last opened (or re-opened after a failed probe).
+    pub(crate) opened_at_step: Option<u64>,
     /// Failures recorded over the breaker's life, across cycles.
     pub(crate) total_failures: u64,
     /// After a systemic failure: how many probes in a row have failed since recovery was
     /// confirmed, plus one (0: no backoff). Probe intervals double with it (R9.5).
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub(crate) backoff: u32,
     /// The epoch of the probe ticket in flight, if any. Never persisted: a probe belongs to
     /// the process that issued it.
-    #[serde(skip)]
     pub(crate) probe: Option<u64>,
     /// Bumped for every probe granted and on restore, so a stale ticket never matches.
-    #[serde(skip)]
     pub(crate) epoch: u64,
+}
+
+// What the documentation above says, on 64-bit targets.
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<BreakerRecord>() <= 72);
+
+/// The part of a record a tool that never failed does without.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct History {
+    last_failure: Option<FailureMark>,
+    last_success: Option<SuccessMark>,
+    /// The failures of the current consecutive run (the last [`RUN_MEMORY`]).
+    recent_failures: Vec<Failure>,
+}
+
+/// A record as snapshots write and read it (the format of every version so far).
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RecordWire {
+    state: CircuitState,
+    consecutive_failures: u32,
+    last_failure: Option<FailureMark>,
+    last_success: Option<SuccessMark>,
+    opened_at_step: Option<u64>,
+    attempts_since_open: u32,
+    #[serde(default)]
+    recent_failures: Vec<Failure>,
+    total_failures: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    backoff: u32,
+}
+
+impl From<BreakerRecord> for RecordWire {
+    fn from(record: BreakerRecord) -> Self {
+        let history = record.history.map(|h| *h).unwrap_or_default();
+        RecordWire {
+            state: record.state,
+            consecutive_failures: record.consecutive_failures,
+            last_failure: history.last_failure,
+            last_success: history.last_success,
+            opened_at_step: record.opened_at_step,
+            attempts_since_open: record.attempts_since_open,
+            recent_failures: history.recent_failures,
+            total_failures: record.total_failures,
+            backoff: record.backoff,
+        }
+    }
+}
+
+impl From<RecordWire> for BreakerRecord {
+    fn from(wire: RecordWire) -> Self {
+        let history = History {
+            last_failure: wire.last_failure,
+            last_success: wire.last_success,
+            recent_failures: wire.recent_failures,
+        };
+        BreakerRecord {
+            state: wire.state,
+            consecutive_failures: wire.consecutive_failures,
+            attempts_since_open: wire.attempts_since_open,
+            history: (history != History::default()).then(|| Box::new(history)),
+            opened_at_step: wire.opened_at_step,
+            total_failures: wire.total_failures,
+            backoff: wire.backoff,
+            probe: None,
+            epoch: 0,
+        }
+    }
 }
 
 impl PartialEq for BreakerRecord {
     fn eq(&self, other: &Self) -> bool {
         self.state == other.state
             && self.consecutive_failures == other.consecutive_failures
-            && self.last_failure == other.last_failure
-            && self.last_success == other.last_success
+            && self.last_failure() == other.last_failure()
+            && self.last_success() == other.last_success()
             && self.opened_at_step == other.opened_at_step
             && self.attempts_since_open == other.attempts_since_open
-            && self.recent_failures == other.recent_failures
+            && self.recent_failures() == other.recent_failures()
             && self.total_failures == other.total_failures
             && self.backoff == other.backoff
     }
@@ -150,11 +216,9 @@ impl Default for BreakerRecord {
         BreakerRecord {
             state: CircuitState::Closed,
             consecutive_failures: 0,
-            last_failure: None,
-            last_success: None,
-            opened_at_step: None,
             attempts_since_open: 0,
-            recent_failures: Vec::new(),
+            history: None,
+            opened_at_step: None,
             total_failures: 0,
             backoff: 0,
             probe: None,
@@ -176,12 +240,26 @@ impl BreakerRecord {
 
     /// The last failure, if any.
     pub fn last_failure(&self) -> Option<&FailureMark> {
-        self.last_failure.as_ref()
+        self.history.as_ref()?.last_failure.as_ref()
     }
 
     /// The last success, if any.
     pub fn last_success(&self) -> Option<&SuccessMark> {
-        self.last_success.as_ref()
+        self.history.as_ref()?.last_success.as_ref()
+    }
+
+    /// Sets the last success (the engine does not keep it: the mirror's cell does).
+    pub(crate) fn set_last_success(&mut self, success: Option<SuccessMark>) {
+        match (&mut self.history, success) {
+            (Some(history), success) => history.last_success = success,
+            (None, None) => {}
+            (None, Some(_)) => {
+                self.history = Some(Box::new(History {
+                    last_success: success,
+                    ..History::default()
+                }));
+            }
+        }
     }
 
     /// The step at which the circuit last opened.
@@ -201,16 +279,16 @@ impl BreakerRecord {
 
     /// The failures of the current consecutive run, oldest first (at most 16 kept).
     pub fn recent_failures(&self) -> &[Failure] {
-        &self.recent_failures
+        self.history
+            .as_ref()
+            .map_or(&[], |h| h.recent_failures.as_slice())
     }
 
     /// The categories of the current run, if they all agree.
     pub fn common_category(&self) -> Option<FailureCategory> {
-        let first = self.recent_failures.first()?.category();
-        self.recent_failures
-            .iter()
-            .all(|f| f.category() == first)
-            .then_some(first)
+        let run = self.recent_failures();
+        let first = run.first()?.category();
+        run.iter().all(|f| f.category() == first).then_some(first)
     }
 
     /// Checks the invariants a record must hold; used before a snapshot is restored.
@@ -220,7 +298,7 @@ impl BreakerRecord {
             Err("an OPEN or HALF-OPEN circuit must record the step it opened at")
         } else if open && self.consecutive_failures == 0 {
             Err("an OPEN or HALF-OPEN circuit must have at least one consecutive failure")
-        } else if self.recent_failures.len() > RUN_MEMORY {
+        } else if self.recent_failures().len() > RUN_MEMORY {
             Err("more recent failures than a breaker keeps")
         } else if u64::from(self.consecutive_failures) > self.total_failures {
             Err("more consecutive failures than failures in total")
@@ -368,7 +446,7 @@ impl BreakerRecord {
             }
             (_, CircuitState::Closed) => {
                 self.consecutive_failures = 0;
-                self.recent_failures.clear();
+                self.forget_run();
                 None
             }
             // A late CALL succeeding while the circuit is OPEN or HALF-OPEN: the success is
@@ -384,15 +462,23 @@ impl BreakerRecord {
         self.rearm(step);
     }
 
+    /// The run of failures is over (its messages go; the last failure stays).
+    fn forget_run(&mut self) {
+        if let Some(history) = &mut self.history {
+            history.recent_failures.clear();
+        }
+    }
+
     /// One more failure in the run: counted, kept among the recent ones, the last.
     fn write_down(&mut self, at: Timestamp, step: u64, failure: Failure) {
         self.consecutive_failures = self.consecutive_failures.saturating_add(1);
         self.total_failures = self.total_failures.saturating_add(1);
-        if self.recent_failures.len() == RUN_MEMORY {
-            self.recent_failures.remove(0);
+        let history = self.history.get_or_insert_with(Box::default);
+        if history.recent_failures.len() == RUN_MEMORY {
+            history.recent_failures.remove(0);
         }
-        self.recent_failures.push(failure.clone());
-        self.last_failure = Some(FailureMark { at, step, failure });
+        history.recent_failures.push(failure.clone());
+        history.last_failure = Some(FailureMark { at, step, failure });
     }
 
     /// OPEN from `step` on, whatever it was: a probe in flight is void, the next waits a
@@ -409,7 +495,7 @@ impl BreakerRecord {
         self.probe = None;
         self.state = CircuitState::Closed;
         self.consecutive_failures = 0;
-        self.recent_failures.clear();
+        self.forget_run();
         self.opened_at_step = None;
         self.attempts_since_open = 0;
         self.backoff = 0;

@@ -1924,13 +1924,15 @@ impl Engine {
             };
             let i = id.index() as usize;
             let epoch = self.records[i].epoch;
-            successes[i] = tool.breaker.last_success;
-            self.records[i] = BreakerRecord {
+            successes[i] = tool.breaker.last_success().copied();
+            let mut record = BreakerRecord {
                 probe: None,
                 epoch,
-                last_success: None,
                 ..tool.breaker.clone()
             };
+            // The mirror's cell keeps the last success, not the engine.
+            record.set_last_success(None);
+            self.records[i] = record;
         }
         for (i, (record, success)) in self.records.iter().zip(successes).enumerate() {
             let Ok(index) = u32::try_from(i) else { break };
@@ -1973,8 +1975,7 @@ fn transition_event(def: &ToolDef, record: &BreakerRecord, t: Transition) -> Eve
     let tool = def.spec.name().to_owned();
     let message = || {
         record
-            .last_failure
-            .as_ref()
+            .last_failure()
             .map(|m| m.failure.message().to_owned())
             .unwrap_or_default()
     };

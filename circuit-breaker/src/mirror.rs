@@ -328,7 +328,7 @@ impl View<'_> {
             if record.state == CircuitState::Open {
                 record.attempts_since_open = slot.hot.attempts.load(Ordering::Acquire);
             }
-            record.last_success = slot.hot.last_success();
+            record.set_last_success(slot.hot.last_success());
         }
         Some(record)
     }
