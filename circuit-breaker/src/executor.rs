@@ -236,8 +236,8 @@ impl Refusal {
     }
 }
 
-/// Calls `f` with the route `advice` names, read from the expeditor's map; `None` for no
-/// route (a pause).
+/// Calls `f` with the route `advice` names, read from the tool's spec (O(1), no lock);
+/// `None` for no route (a pause).
 fn with_route<R>(
     expeditor: &Expeditor,
     tool: ToolId,
@@ -248,8 +248,7 @@ fn with_route<R>(
         Advice::Nothing => None,
         Advice::ScopeReduction => Some(f(&Route::ScopeReduction)),
         Advice::Fallback | Advice::Alternative { .. } => {
-            let map = expeditor.capability_map();
-            let spec = expeditor.tool_name(tool).and_then(|name| map.get(name));
+            let spec = expeditor.spec(tool);
             let route = match (advice, spec) {
                 (Advice::Alternative { tool, index }, Some(spec)) => spec
                     .alternatives()

@@ -823,7 +823,6 @@ impl Expeditor {
 
     /// A tool's spec, read from the lock-free mirror: O(1), no lock, no clone (a refusal's
     /// text renders its route from it).
-    #[allow(dead_code)] // for the refusal's rendering (executor.rs), which may read it
     pub(crate) fn spec(&self, tool: ToolId) -> Option<&ToolSpec> {
         self.inner.mirror.get(tool).map(|s| &s.def.spec)
     }
