@@ -815,10 +815,7 @@ impl Expeditor {
 
     /// The name of a tool.
     pub fn tool_name(&self, tool: impl Into<ToolId>) -> Option<&str> {
-        self.inner
-            .mirror
-            .get(tool.into())
-            .map(|s| s.def.spec.name())
+        self.spec(tool.into()).map(ToolSpec::name)
     }
 
     /// A tool's spec, read from the lock-free mirror: O(1), no lock, no clone (a refusal's
