@@ -3,6 +3,10 @@
 //! decision that is not a plain CALL (a route and its degradation, a probe, a skip, a pause),
 //! the state table whenever it changes, freshness labels, the scope reduction report and the
 //! final status or pause report — to any `io::Write`, or the final report as JSON.
+//!
+//! A [`Watcher`] (`--watch`, `watch.rs`) is told of the run as it goes: the expeditor once it
+//! is built, every event as it happens, the stage (step and sub-task), and a refresh point
+//! after each call. Without one the run prints exactly the same.
 
 use std::fmt::Display;
 use std::io::{self, Write};
@@ -10,7 +14,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use circuit_breaker::{
-    CallError, CircuitState, PauseReason, Routed, SkipReason, Task,
+    CallError, CircuitState, Expeditor, PauseReason, Routed, SkipReason, Task,
     clock::Timestamp,
     event::Event,
     freshness::Freshness,
@@ -42,6 +46,34 @@ pub struct Outcome {
 /// I/O errors of the agent itself (its output, the workspace's creation or removal); the
 /// tools' errors are part of the run, not errors of it.
 pub fn run(options: &Options, out: &mut dyn Write) -> io::Result<Outcome> {
+    run_with(options, out, None)
+}
+
+/// What a live view of the run (`--watch`) is told as the run goes. Every method is called on
+/// the agent's thread, never while it writes to its output.
+pub trait Watcher: Send + Sync {
+    /// The expeditor is built: the watcher may read its state from now on.
+    fn attach(&self, expeditor: &Expeditor);
+    /// An event, as it happens: inside a guarded call, after the expeditor released its lock.
+    fn event(&self, event: &Event);
+    /// Where the run is: `step 3 · sub-task 3: Run test suite`, `end of run`, `paused`.
+    fn stage(&self, stage: String);
+    /// The output is between calls: a place to show the state if it changed.
+    fn refresh(&self);
+    /// The run is over; the watcher lets go of the expeditor.
+    fn close(&self);
+}
+
+/// [`run`], with `watcher` told of the run as it goes (`out` is then usually the watcher's own
+/// writer, so that its frames and the log share one lock).
+///
+/// # Errors
+/// As [`run`].
+pub fn run_with(
+    options: &Options,
+    out: &mut dyn Write,
+    watcher: Option<Arc<dyn Watcher>>,
+) -> io::Result<Outcome> {
     let mut server = SearchServer::start(&DOCUMENTS)?;
     let addr = server.addr();
     if options.faults.outage_network {
@@ -50,11 +82,20 @@ pub fn run(options: &Options, out: &mut dyn Write) -> io::Result<Outcome> {
     let (run_dir, workspace) = Workspace::create(&options.faults, addr)?;
     let events = EventLog::default();
     let observer = events.clone();
+    let watching = watcher.clone();
     let tools = GuardedWorkspace::with_expeditor(workspace, move |builder| {
-        builder.observer(move |event: &Event| observer.push(event))
+        let builder = builder.observer(move |event: &Event| observer.push(event));
+        match watching {
+            Some(watcher) => builder.observer(move |event: &Event| watcher.event(event)),
+            None => builder,
+        }
     });
+    if let Some(watcher) = &watcher {
+        watcher.attach(tools.expeditor());
+    }
     let outcome = Agent {
         tools: &tools,
+        watcher: watcher.as_deref(),
         events,
         out,
         json: options.json,
@@ -75,6 +116,9 @@ pub fn run(options: &Options, out: &mut dyn Write) -> io::Result<Outcome> {
         current: None,
     }
     .work();
+    if let Some(watcher) = &watcher {
+        watcher.close();
+    }
     drop(tools);
     run_dir.remove()?;
     drop(server);
@@ -161,6 +205,7 @@ type TableKey = (Vec<(CircuitState, u32)>, u32);
 
 struct Agent<'a> {
     tools: &'a GuardedWorkspace,
+    watcher: Option<&'a dyn Watcher>,
     events: EventLog,
     out: &'a mut dyn Write,
     json: bool,
@@ -275,6 +320,13 @@ impl Agent<'_> {
             return Ok(());
         }
         writeln!(self.out, "{text}")
+    }
+
+    /// Tells the watcher where the run is.
+    fn stage(&self, stage: String) {
+        if let Some(watcher) = self.watcher {
+            watcher.stage(stage);
+        }
     }
 
     fn note(&mut self, kind: &'static str, tool: Option<&str>, detail: impl Into<String>) {
@@ -425,6 +477,7 @@ impl Agent<'_> {
             sub.title,
             sub.needs.join(", ")
         ))?;
+        self.stage(format!("step {step} · sub-task {number}: {}", sub.title));
         if again {
             let reason = match &sub.status {
                 WorkStatus::Failed { reason } => reason.clone(),
@@ -598,7 +651,23 @@ impl Agent<'_> {
 
     /// Prints one guarded call and its outcome; the value when there is one. A pause stops
     /// the sub-task.
+    /// Then the watcher, if any, may show the state the call left.
     fn called<T>(
+        &mut self,
+        tool: &str,
+        what: &str,
+        result: Result<Routed<T>, CallError<io::Error>>,
+        show: impl FnOnce(&T) -> Vec<String>,
+    ) -> Flow<Option<Routed<T>>> {
+        let shown = self.show_call(tool, what, result, show);
+        if let Some(watcher) = self.watcher {
+            watcher.refresh();
+        }
+        shown
+    }
+
+    /// [`called`](Self::called)'s lines.
+    fn show_call<T>(
         &mut self,
         tool: &str,
         what: &str,
@@ -987,6 +1056,7 @@ impl Agent<'_> {
 
     fn finish(mut self, paused: bool) -> io::Result<Outcome> {
         let expeditor = self.tools.expeditor();
+        self.stage(if paused { "paused" } else { "end of run" }.to_owned());
         self.say(format!(
             "\n══ {} ══",
             if paused { "Paused" } else { "End of run" }

@@ -8,6 +8,7 @@
 //! --flaky TOOL=RATE     TOOL fails at RATE (0..1), drawn from a seeded PRNG (--seed N)
 //! --seed N              the PRNG's seed (default 1)
 //! --json                print the final report as JSON instead of the readable run
+//! --watch               a live panel of the circuits and the budget (see `watch.rs`)
 //! ```
 //!
 //! Faults combine.
@@ -19,6 +20,8 @@ use std::fmt;
 pub struct Options {
     pub faults: Faults,
     pub json: bool,
+    /// `--watch`: a live panel of the circuits and the budget as the run goes.
+    pub watch: bool,
 }
 
 /// The faults injected into the agent's real tools.
@@ -36,7 +39,7 @@ pub struct Faults {
 pub const TOOLS: [&str; 6] = ["grep", "bash", "read", "write", "edit", "websearch"];
 
 pub const USAGE: &str = "usage: agent [--break bash] [--outage network] [--read-only] \
-[--flaky TOOL=RATE]... [--seed N] [--json]
+[--flaky TOOL=RATE]... [--seed N] [--json] [--watch]
 
   --break bash        break the shell: scripts lose their exec bits (permission denied), PATH
                       is an empty directory (command not found), a crashed run's lock is left
@@ -45,7 +48,11 @@ pub const USAGE: &str = "usage: agent [--break bash] [--outage network] [--read-
   --read-only         make the workspace read-only
   --flaky TOOL=RATE   make TOOL (grep, bash, read, write, edit, websearch) fail at RATE in 0..1
   --seed N            seed of the PRNG behind --flaky (default 1)
-  --json              print the final report as JSON instead of the readable run";
+  --json              print the final report as JSON instead of the readable run
+  --watch             show every tool's circuit state, its consecutive failures and the
+                      failure budget as the run goes: on a terminal, a panel on stderr redrawn
+                      in place below the log; piped, a frame (╭─ watch … ╰─) in the log each
+                      time the state changes (on stderr with --json)";
 
 /// A command line that cannot be understood.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,6 +80,7 @@ impl Options {
                 ..Faults::default()
             },
             json: false,
+            watch: false,
         };
         let args: Vec<String> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
         let mut i = 0;
@@ -93,6 +101,7 @@ impl Options {
             match flag {
                 "--help" | "-h" => return Ok(None),
                 "--json" => options.json = true,
+                "--watch" => options.watch = true,
                 "--read-only" => options.faults.read_only = true,
                 "--break" => match value("--break")?.to_lowercase().as_str() {
                     "bash" => options.faults.break_bash = true,
