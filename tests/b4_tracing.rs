@@ -36,8 +36,8 @@ struct Fields {
 impl Visit for Fields {
     fn record_str(&mut self, field: &Field, value: &str) {
         match field.name() {
-            "event" => self.event = value.to_owned(),
-            "tool" => self.tool = value.to_owned(),
+            "circuit_breaker.event" => self.event = value.to_owned(),
+            "circuit_breaker.tool" => self.tool = value.to_owned(),
             "message" => self.message = value.to_owned(),
             _ => {}
         }
@@ -47,8 +47,8 @@ impl Visit for Fields {
         let text = format!("{value:?}");
         match field.name() {
             "message" => self.message = text,
-            "event" => self.event = text.trim_matches('"').to_owned(),
-            "tool" => self.tool = text.trim_matches('"').to_owned(),
+            "circuit_breaker.event" => self.event = text.trim_matches('"').to_owned(),
+            "circuit_breaker.tool" => self.tool = text.trim_matches('"').to_owned(),
             _ => {}
         }
     }

@@ -696,9 +696,7 @@ fn handle_method(checked: &Checked<'_>, tool: &CheckedTool<'_>, enum_ident: &Ide
     let refuse = if stale {
         quote!(_cb::__private::serve_stale(__cb_refusal, &self.#stale_field, __cb_args))
     } else {
-        quote!(_cb::__private::Err(_cb::__private::CallError::Refused(
-            __cb_refusal
-        )))
+        quote!(_cb::__private::refused(__cb_refusal))
     };
     let none = quote!(_cb::__private::None);
     let prechecks = prechecks(checked, tool, enum_ident);
@@ -750,6 +748,21 @@ fn handle_method(checked: &Checked<'_>, tool: &CheckedTool<'_>, enum_ident: &Ide
         #prechecks
         #freshen
         #body
+    };
+    // The call's `execute_tool` span (B12): entered around the body of a sync method; the
+    // body of an async one is instrumented with it (a guard must not live across `.await`).
+    let name = &tool.tool.name;
+    let body = if is_async {
+        quote! {
+            let __cb_span = _cb::__private::call_span(#name);
+            _cb::__private::Instrument::instrument(async move { #body }, __cb_span).await
+        }
+    } else {
+        quote! {
+            let __cb_span = _cb::__private::call_span(#name);
+            let __cb_entered = _cb::__private::Span::enter(&__cb_span);
+            #body
+        }
     };
 
     // The outer alias stays the macro's own (lints skip it); only the user's type inside it

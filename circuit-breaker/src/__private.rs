@@ -5,7 +5,7 @@ use std::fmt;
 pub use crate::capability::{AlternativeSpec, CapabilityMap, Degradation, ToolSpec};
 pub use crate::executor::{
     CallError, Freshen, Plan, Routed, finish, finish_dated, finish_fresh, keep_last_good, plan,
-    plan_direct, refuse, serve_stale,
+    plan_direct, refuse, refused, serve_stale,
 };
 pub use crate::expeditor::{Decision, Expeditor, ExpeditorBuilder, ToolId};
 pub use crate::failure::{Classify, Failure};
@@ -18,6 +18,7 @@ pub use core::option::Option::{None, Some};
 pub use core::result::Result::{Err, Ok};
 pub use serde;
 pub use std::string::String;
+pub use tracing::{Instrument, Span};
 
 /// A policy from values the macro has already checked (each at least 1). Zero never reaches
 /// here; if it did, it would be raised to 1 rather than panic. Kept for expansions of earlier
@@ -149,6 +150,13 @@ pub const fn static_map(tools: &'static [ToolSpec]) -> CapabilityMap {
 /// An expeditor over a map checked at compile time.
 pub fn expeditor(builder: ExpeditorBuilder) -> Expeditor {
     builder.build_checked()
+}
+
+/// The `execute_tool` span a guarded method of a toolbox runs in (B12): the one an outer
+/// layer opened for the call, else a new one; disabled when no subscriber wants it.
+#[inline]
+pub fn call_span(tool: &'static str) -> Span {
+    crate::telemetry::call_span(tool, "function")
 }
 
 /// What a `#[tool]` returns: a `Result`, through any alias.

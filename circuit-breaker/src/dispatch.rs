@@ -273,8 +273,20 @@ impl Reply {
     }
 
     /// The reply to a model's own mistake; the mistake is counted, never charged.
+    /// Recorded on the call's `execute_tool` span (B12) as `error.type` `unknown_tool` or
+    /// `invalid_arguments`.
     pub fn mistake(expeditor: &Expeditor, tool: &str, mistake: ModelMistake) -> Reply {
         expeditor.record_mistake(&mistake);
+        let (error, why) = match &mistake {
+            ModelMistake::UnknownTool { .. } => {
+                (crate::telemetry::ErrorType::UnknownTool, "no such tool")
+            }
+            ModelMistake::BadArguments { message, .. } => (
+                crate::telemetry::ErrorType::InvalidArguments,
+                message.as_str(),
+            ),
+        };
+        crate::telemetry::mistake(tool, error, why);
         let state = expeditor.tool(tool).and_then(|id| expeditor.state(id));
         Reply {
             tool: clip(tool),

@@ -191,20 +191,90 @@ impl Event {
         }
     }
 
-    /// Emits the event through `tracing`: warnings for openings and exhaustion, info for the
-    /// rest.
+    /// The tool's state after the event, for a transition (`OPEN` after `opened`, ...).
+    pub fn state_after(&self) -> Option<crate::CircuitState> {
+        use crate::CircuitState;
+        match self {
+            Event::Opened { .. }
+            | Event::Reopened { .. }
+            | Event::SharedOpened { .. }
+            | Event::ServerDown { .. } => Some(CircuitState::Open),
+            Event::HalfOpened { .. } => Some(CircuitState::HalfOpen),
+            Event::Closed { .. } | Event::SharedClosed { .. } | Event::ServerUp { .. } => {
+                Some(CircuitState::Closed)
+            }
+            _ => None,
+        }
+    }
+
+    /// Emits the event through `tracing` (target `circuit_breaker`; inside a guarded call
+    /// it is a span event of its `execute_tool` span, B12): warnings for openings and
+    /// exhaustion, info for the rest. The message is the event's text; the fields are
+    /// namespaced: `circuit_breaker.event` ([`kind`](Self::kind)), `circuit_breaker.tool`,
+    /// `circuit_breaker.state` (after a transition: `closed`, `open`, `half_open`),
+    /// `circuit_breaker.server`, `circuit_breaker.tools` (comma-separated),
+    /// `circuit_breaker.budget.consumed`, `circuit_breaker.budget.limit`,
+    /// `circuit_breaker.systemic.cause`.
     pub(crate) fn trace(&self) {
-        let tool = self.tool().unwrap_or("");
+        macro_rules! emit {
+            ($level:expr) => {
+                tracing::event!(
+                    target: "circuit_breaker",
+                    $level,
+                    circuit_breaker.event = self.kind(),
+                    circuit_breaker.tool = self.tool(),
+                    circuit_breaker.state = self.state_after().map(crate::telemetry::state_name),
+                    circuit_breaker.server = self.server(),
+                    circuit_breaker.tools = self.tools().map(|tools| tools.join(",")),
+                    circuit_breaker.budget.consumed = self.budget().map(|(consumed, _)| consumed),
+                    circuit_breaker.budget.limit = self.budget().map(|(_, limit)| limit),
+                    circuit_breaker.systemic.cause = self.cause(),
+                    "{self}"
+                )
+            };
+        }
         match self {
             Event::Opened { .. }
             | Event::Reopened { .. }
             | Event::BudgetExhausted { .. }
             | Event::Systemic { .. }
             | Event::ServerDown { .. }
-            | Event::StoreUnavailable { .. } => {
-                tracing::warn!(target: "circuit_breaker", event = self.kind(), tool, "{self}");
-            }
-            _ => tracing::info!(target: "circuit_breaker", event = self.kind(), tool, "{self}"),
+            | Event::StoreUnavailable { .. } => emit!(tracing::Level::WARN),
+            _ => emit!(tracing::Level::INFO),
+        }
+    }
+
+    /// The server, for a server's events.
+    fn server(&self) -> Option<&str> {
+        match self {
+            Event::ServerDown { server, .. } | Event::ServerUp { server, .. } => Some(server),
+            _ => None,
+        }
+    }
+
+    /// The tools, for events about several.
+    fn tools(&self) -> Option<&[String]> {
+        match self {
+            Event::ServerDown { tools, .. }
+            | Event::ServerUp { tools, .. }
+            | Event::Systemic { tools, .. } => Some(tools),
+            _ => None,
+        }
+    }
+
+    /// Consumed and limit, for the budget's exhaustion.
+    fn budget(&self) -> Option<(u32, u32)> {
+        match self {
+            Event::BudgetExhausted { consumed, limit } => Some((*consumed, *limit)),
+            _ => None,
+        }
+    }
+
+    /// The suspected cause, for a systemic event.
+    fn cause(&self) -> Option<&str> {
+        match self {
+            Event::Systemic { cause, .. } => Some(cause),
+            _ => None,
         }
     }
 }

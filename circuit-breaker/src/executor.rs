@@ -174,6 +174,17 @@ impl Refusal {
         }
     }
 
+    /// The tool's breaker state as it is now (`None` for a refusal given whole, or an id
+    /// that is no tool).
+    pub fn state(&self) -> Option<crate::breaker::CircuitState> {
+        match &self.0 {
+            Said::Decided {
+                expeditor, tool, ..
+            } => expeditor.state(*tool),
+            Said::Given(_) => None,
+        }
+    }
+
     /// Why it was not called.
     pub fn reason(&self) -> SkipReason {
         match &self.0 {
@@ -478,6 +489,30 @@ pub fn finish<T, E>(
     match result {
         Ok(value) => {
             ticket.success();
+            if let Some(route) = &route {
+                crate::telemetry::routed(route, &Freshness::Fresh);
+            }
+            Ok(Routed {
+                value,
+                route,
+                freshness: Freshness::Fresh,
+            })
+        }
+        Err(error) => Err(failed(ticket, route, error, failure)),
+    }
+}
+
+/// [`finish`] without its telemetry: [`finish_fresh`] reports the route with the label.
+#[inline]
+fn finish_quiet<T, E>(
+    ticket: Ticket<'_>,
+    route: Option<Box<RouteTaken>>,
+    result: Result<T, E>,
+    failure: fn(&E) -> Failure,
+) -> Result<Routed<T>, CallError<E>> {
+    match result {
+        Ok(value) => {
+            ticket.success();
             Ok(Routed {
                 value,
                 route,
@@ -500,7 +535,10 @@ fn failed<E>(
     failure: fn(&E) -> Failure,
 ) -> CallError<E> {
     let tool = ticket.tool_name().to_owned();
-    let recorded = ticket.failure(failure(&error));
+    let failure = failure(&error);
+    crate::telemetry::failing(&failure);
+    let recorded = ticket.failure(failure);
+    crate::telemetry::recorded(&recorded);
     CallError::Failed {
         tool,
         error,
@@ -539,6 +577,11 @@ pub fn finish_dated<T, E>(
                 Some(at) => stale_before_cycle(expeditor, at),
                 None => Freshness::Fresh,
             };
+            match &route {
+                Some(route) => crate::telemetry::routed(route, &freshness),
+                None if freshness != Freshness::Fresh => crate::telemetry::labelled(&freshness),
+                None => {}
+            }
             Ok(Routed {
                 value,
                 route,
@@ -594,7 +637,7 @@ pub fn finish_fresh<T, E>(
     failure: fn(&E) -> Failure,
     freshen: &Freshen<T>,
 ) -> Result<Routed<T>, CallError<E>> {
-    let mut routed = finish(ticket, route, result, failure)?;
+    let mut routed = finish_quiet(ticket, route, result, failure)?;
     let output = (freshen.digest)(&routed.value);
     let data_time = (freshen.dated)(&routed.value);
     let compared = freshen.args.is_some() && output.is_some();
@@ -613,7 +656,22 @@ pub fn finish_fresh<T, E>(
     } else if let Some(at) = data_time.filter(|t| *t < expeditor.cycle_started_at()) {
         routed.freshness = Freshness::Stale { retrieved_at: at };
     }
+    match &routed.route {
+        Some(route) => crate::telemetry::routed(route, &routed.freshness),
+        None => crate::telemetry::labelled(&routed.freshness),
+    }
     Ok(routed)
+}
+
+/// A refusal as a guarded call returns it, recorded on the call's span (B12): `error.type`
+/// and the `refused` (or `budget_pause`, `systemic_pause`) event.
+///
+/// # Errors
+/// Always: the refusal.
+#[cold]
+pub fn refused<T, E>(refusal: Refusal) -> Result<Routed<T>, CallError<E>> {
+    crate::telemetry::refused(&refusal);
+    Err(CallError::Refused(refusal))
 }
 
 /// Keeps a good result of the tool itself as the last good result for its arguments, for
@@ -647,7 +705,7 @@ pub fn serve_stale<T: Clone, E>(
         SkipReason::Open | SkipReason::ProbeInFlight | SkipReason::Unavailable
     );
     match cache.recall(args).filter(|_| eligible) {
-        Some((value, at)) => Ok(Routed {
+        Some((value, at)) => Ok(stale_answer(Routed {
             value,
             route: Some(Box::new(RouteTaken {
                 from: refusal.tool().to_owned(),
@@ -661,7 +719,15 @@ pub fn serve_stale<T: Clone, E>(
                 fallback: None,
             })),
             freshness: Freshness::Stale { retrieved_at: at },
-        }),
-        None => Err(CallError::Refused(refusal)),
+        })),
+        None => refused(refusal),
     }
+}
+
+/// A last good result served for a refused call, recorded as its route (B12).
+fn stale_answer<T>(routed: Routed<T>) -> Routed<T> {
+    if let Some(route) = &routed.route {
+        crate::telemetry::routed(route, &routed.freshness);
+    }
+    routed
 }

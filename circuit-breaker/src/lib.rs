@@ -39,6 +39,8 @@ mod id;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod mirror;
+#[cfg(feature = "otel")]
+pub mod otel;
 pub mod policy;
 mod precheck;
 #[cfg(feature = "redis")]
@@ -52,6 +54,7 @@ pub mod scope;
 mod signal;
 pub mod snapshot;
 mod sync;
+pub mod telemetry;
 pub mod toolbox;
 
 pub use circuit_breaker_macros::{tool, toolbox};

@@ -240,6 +240,8 @@ const _: () = {
             pattern: &str,
             under: Option<&str>,
         ) -> _cb::__private::Outcome<Result<Vec<String>, std::io::Error>> {
+            let __cb_span = _cb::__private::call_span("grep");
+            let __cb_entered = _cb::__private::Span::enter(&__cb_span);
             match _cb::__private::plan(
                 &self.expeditor,
                 WorkspaceTool::Grep,
@@ -288,7 +290,7 @@ const _: () = {
                     )
                 }
                 _cb::__private::Plan::Refuse(__cb_refusal) => {
-                    _cb::__private::Err(_cb::__private::CallError::Refused(__cb_refusal))
+                    _cb::__private::refused(__cb_refusal)
                 }
             }
         }
@@ -300,42 +302,51 @@ const _: () = {
             &self,
             command: String,
         ) -> _cb::__private::Outcome<Result<String, std::io::Error>> {
-            match self.expeditor.decide(WorkspaceTool::Bash) {
-                _cb::__private::Decision::Call(__cb_ticket)
-                | _cb::__private::Decision::Probe(__cb_ticket) => {
-                    _cb::__private::finish_dated(
-                        &self.expeditor,
-                        __cb_ticket,
-                        _cb::__private::None,
-                        <Result<
-                            String,
-                            std::io::Error,
-                        > as _cb::__private::ToolResult>::into_result(
-                            self.toolbox.bash(command).await,
-                        ),
-                        |__cb_error| {
-                            (&&&_cb::__private::Wrap(__cb_error)).__cb_failure()
-                        },
-                        |__cb_value| {
-                            (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
-                        },
-                    )
-                }
-                __cb_decision => {
-                    let __cb_refusal = _cb::__private::refuse(
-                        &self.expeditor,
-                        _cb::__private::ToolId::from(WorkspaceTool::Bash),
-                        &__cb_decision,
-                    );
-                    _cb::__private::Err(_cb::__private::CallError::Refused(__cb_refusal))
-                }
-            }
+            let __cb_span = _cb::__private::call_span("bash");
+            _cb::__private::Instrument::instrument(
+                    async move {
+                        match self.expeditor.decide(WorkspaceTool::Bash) {
+                            _cb::__private::Decision::Call(__cb_ticket)
+                            | _cb::__private::Decision::Probe(__cb_ticket) => {
+                                _cb::__private::finish_dated(
+                                    &self.expeditor,
+                                    __cb_ticket,
+                                    _cb::__private::None,
+                                    <Result<
+                                        String,
+                                        std::io::Error,
+                                    > as _cb::__private::ToolResult>::into_result(
+                                        self.toolbox.bash(command).await,
+                                    ),
+                                    |__cb_error| {
+                                        (&&&_cb::__private::Wrap(__cb_error)).__cb_failure()
+                                    },
+                                    |__cb_value| {
+                                        (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
+                                    },
+                                )
+                            }
+                            __cb_decision => {
+                                let __cb_refusal = _cb::__private::refuse(
+                                    &self.expeditor,
+                                    _cb::__private::ToolId::from(WorkspaceTool::Bash),
+                                    &__cb_decision,
+                                );
+                                _cb::__private::refused(__cb_refusal)
+                            }
+                        }
+                    },
+                    __cb_span,
+                )
+                .await
         }
         ///
         /// Guarded `now`: asks the expeditor first; see [the handle](Self).
         #[inline(always)]
         #[allow(clippy::inline_always)]
         pub fn now(&self) -> _cb::__private::Outcome<Result<u64, std::io::Error>> {
+            let __cb_span = _cb::__private::call_span("now");
+            let __cb_entered = _cb::__private::Span::enter(&__cb_span);
             match self.expeditor.decide(WorkspaceTool::Now) {
                 _cb::__private::Decision::Call(__cb_ticket)
                 | _cb::__private::Decision::Probe(__cb_ticket) => {
@@ -363,7 +374,7 @@ const _: () = {
                         _cb::__private::ToolId::from(WorkspaceTool::Now),
                         &__cb_decision,
                     );
-                    _cb::__private::Err(_cb::__private::CallError::Refused(__cb_refusal))
+                    _cb::__private::refused(__cb_refusal)
                 }
             }
         }

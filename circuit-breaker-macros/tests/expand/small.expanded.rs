@@ -233,6 +233,8 @@ const _: () = {
             &self,
             pattern: &str,
         ) -> _cb::__private::Outcome<Result<Vec<String>, std::io::Error>> {
+            let __cb_span = _cb::__private::call_span("grep");
+            let __cb_entered = _cb::__private::Span::enter(&__cb_span);
             match _cb::__private::plan(
                 &self.expeditor,
                 WorkspaceTool::Grep,
@@ -281,7 +283,7 @@ const _: () = {
                     )
                 }
                 _cb::__private::Plan::Refuse(__cb_refusal) => {
-                    _cb::__private::Err(_cb::__private::CallError::Refused(__cb_refusal))
+                    _cb::__private::refused(__cb_refusal)
                 }
             }
         }
@@ -293,6 +295,8 @@ const _: () = {
             &self,
             command: &str,
         ) -> _cb::__private::Outcome<Result<String, std::io::Error>> {
+            let __cb_span = _cb::__private::call_span("bash");
+            let __cb_entered = _cb::__private::Span::enter(&__cb_span);
             match self.expeditor.decide(WorkspaceTool::Bash) {
                 _cb::__private::Decision::Call(__cb_ticket)
                 | _cb::__private::Decision::Probe(__cb_ticket) => {
@@ -320,7 +324,7 @@ const _: () = {
                         _cb::__private::ToolId::from(WorkspaceTool::Bash),
                         &__cb_decision,
                     );
-                    _cb::__private::Err(_cb::__private::CallError::Refused(__cb_refusal))
+                    _cb::__private::refused(__cb_refusal)
                 }
             }
         }
@@ -332,35 +336,42 @@ const _: () = {
             &mut self,
             query: String,
         ) -> _cb::__private::Outcome<std::io::Result<Vec<String>>> {
-            match self.expeditor.decide(WorkspaceTool::WebSearch) {
-                _cb::__private::Decision::Call(__cb_ticket)
-                | _cb::__private::Decision::Probe(__cb_ticket) => {
-                    _cb::__private::finish_dated(
-                        &self.expeditor,
-                        __cb_ticket,
-                        _cb::__private::None,
-                        <std::io::Result<
-                            Vec<String>,
-                        > as _cb::__private::ToolResult>::into_result(
-                            self.toolbox.web_search(query).await,
-                        ),
-                        |__cb_error| {
-                            (&&&_cb::__private::Wrap(__cb_error)).__cb_failure()
-                        },
-                        |__cb_value| {
-                            (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
-                        },
-                    )
-                }
-                __cb_decision => {
-                    let __cb_refusal = _cb::__private::refuse(
-                        &self.expeditor,
-                        _cb::__private::ToolId::from(WorkspaceTool::WebSearch),
-                        &__cb_decision,
-                    );
-                    _cb::__private::Err(_cb::__private::CallError::Refused(__cb_refusal))
-                }
-            }
+            let __cb_span = _cb::__private::call_span("WebSearch");
+            _cb::__private::Instrument::instrument(
+                    async move {
+                        match self.expeditor.decide(WorkspaceTool::WebSearch) {
+                            _cb::__private::Decision::Call(__cb_ticket)
+                            | _cb::__private::Decision::Probe(__cb_ticket) => {
+                                _cb::__private::finish_dated(
+                                    &self.expeditor,
+                                    __cb_ticket,
+                                    _cb::__private::None,
+                                    <std::io::Result<
+                                        Vec<String>,
+                                    > as _cb::__private::ToolResult>::into_result(
+                                        self.toolbox.web_search(query).await,
+                                    ),
+                                    |__cb_error| {
+                                        (&&&_cb::__private::Wrap(__cb_error)).__cb_failure()
+                                    },
+                                    |__cb_value| {
+                                        (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
+                                    },
+                                )
+                            }
+                            __cb_decision => {
+                                let __cb_refusal = _cb::__private::refuse(
+                                    &self.expeditor,
+                                    _cb::__private::ToolId::from(WorkspaceTool::WebSearch),
+                                    &__cb_decision,
+                                );
+                                _cb::__private::refused(__cb_refusal)
+                            }
+                        }
+                    },
+                    __cb_span,
+                )
+                .await
         }
     }
 };

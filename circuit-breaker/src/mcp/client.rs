@@ -308,6 +308,8 @@ struct Server {
     index: usize,
     deadline: Duration,
     connector: Connector,
+    /// `network.transport` (B12), when known.
+    transport: Option<&'static str>,
     link: Mutex<Option<Link>>,
     /// One reconnect at a time.
     reconnecting: tokio::sync::Mutex<()>,
@@ -987,7 +989,18 @@ impl Inner {
         up
     }
 
+    /// A call in its `execute_tool` span (B12), with the MCP attributes: `gen_ai.tool.type`
+    /// `extension`, `mcp.method.name` `tools/call`, the server and its transport.
     async fn dispatch(&self, name: &str, arguments: Value) -> Reply {
+        let server = self.entry(name).map(|entry| &self.servers[entry.server]);
+        let span = crate::telemetry::mcp_client_span(name, server.map_or("", |s| s.name.as_str()));
+        if !span.is_disabled() {
+            crate::telemetry::record_mcp(&span, None, None, None, server.and_then(|s| s.transport));
+        }
+        tracing::Instrument::instrument(self.dispatch_guarded(name, arguments), span).await
+    }
+
+    async fn dispatch_guarded(&self, name: &str, arguments: Value) -> Reply {
         let expeditor = &self.expeditor;
         let Some(entry) = self.entry(name) else {
             return Reply::unknown_tool(expeditor, name);
@@ -1079,7 +1092,9 @@ impl Inner {
             Outcome::Failed(failure) => {
                 let error = failure.message().to_owned();
                 let tool = ticket.tool_name().to_owned();
+                crate::telemetry::failing(&failure);
                 let recorded = ticket.failure(failure);
+                crate::telemetry::recorded(&recorded);
                 let failed = CallError::Failed {
                     tool,
                     error,
@@ -1161,6 +1176,7 @@ impl Inner {
 }
 
 fn refused(expeditor: &Expeditor, name: &str, refusal: Refusal) -> Reply {
+    crate::telemetry::refused(&refusal);
     Reply::from_call::<Value, String>(expeditor, name, Err(CallError::Refused(refusal)))
 }
 
@@ -1360,6 +1376,8 @@ impl ToolDispatch for McpClient {
 struct ServerConfig {
     name: String,
     connector: Connector,
+    /// `network.transport` of the conventions (B12): `pipe` for a child's stdio.
+    transport: Option<&'static str>,
 }
 
 type Configure = Box<dyn FnOnce(ExpeditorBuilder) -> ExpeditorBuilder + Send>;
@@ -1451,6 +1469,7 @@ impl McpClientBuilder {
         self.servers.push(ServerConfig {
             name: name.into(),
             connector,
+            transport: Some("pipe"),
         });
         self
     }
@@ -1497,6 +1516,7 @@ impl McpClientBuilder {
         self.servers.push(ServerConfig {
             name: name.into(),
             connector,
+            transport: None,
         });
         self
     }
@@ -1653,6 +1673,7 @@ impl McpClientBuilder {
                     index,
                     deadline,
                     connector: config.connector,
+                    transport: config.transport,
                     link: Mutex::new(None),
                     reconnecting: tokio::sync::Mutex::new(()),
                     health: Mutex::new(None),

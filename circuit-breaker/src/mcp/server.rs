@@ -254,8 +254,25 @@ impl<D: ToolDispatch + 'static> ServerHandler for McpServer<D> {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = Value::Object(request.arguments.unwrap_or_default());
+        // The call's `execute_tool` span, with the MCP attributes on it (B12): the guarded
+        // call inside records into it rather than opening a second one.
+        let span = crate::telemetry::execute_tool(&request.name);
+        if !span.is_disabled() {
+            let protocol = context
+                .peer
+                .peer_info()
+                .map(|info| info.protocol_version.to_string());
+            crate::telemetry::record_mcp(
+                &span,
+                None,
+                protocol.as_deref(),
+                Some(&context.id.to_string()),
+                None,
+            );
+        }
         let reply = {
-            let mut call = self.dispatch.dispatch(&request.name, arguments);
+            let call = span.in_scope(|| self.dispatch.dispatch(&request.name, arguments));
+            let mut call = pin!(tracing::Instrument::instrument(call, span));
             let mut cancelled = pin!(context.ct.cancelled());
             poll_fn(|cx| match call.as_mut().poll(cx) {
                 Poll::Ready(reply) => Poll::Ready(Some(reply)),

@@ -1,0 +1,715 @@
+//! OpenTelemetry metrics (SPEC B12), feature `otel`: the generative-AI conventions' tool-call duration
+//! and the breakers' own counters and gauges, read from what the crate already says through
+//! `tracing`.
+//!
+//! Every guarded call runs in one `execute_tool` span (target `circuit_breaker`, see
+//! [`telemetry`](crate::telemetry)); the engine's transitions are `tracing` events of the same
+//! target. Spans go to OpenTelemetry through `tracing-opentelemetry`, the application's
+//! choice. [`Telemetry`] adds the metrics:
+//!
+//! - [`Telemetry::layer`], a `tracing_subscriber` layer filtered to target `circuit_breaker`
+//!   by its own per-layer filter (the application's other layers and filters see what they
+//!   saw before), turns each `execute_tool` span, when it closes, into one
+//!   `gen_ai.execute_tool.duration` measurement (and a rejection or a route counted when the
+//!   span says so), and the engine's events into transitions and systemic events counted;
+//! - [`Telemetry::observe`] registers an expeditor whose circuit states and budget the
+//!   observable gauges read at each collection, from its public API.
+//!
+//! | metric | kind | unit | attributes |
+//! |---|---|---|---|
+//! | `gen_ai.execute_tool.duration` | histogram (f64) | `s` | `gen_ai.operation.name`, `gen_ai.tool.name` (not for `unknown_tool`: a name the model made up), `error.type` (when set) |
+//! | `circuit_breaker.circuit.state` | gauge (u64) | `{state}` | `gen_ai.tool.name`, `circuit_breaker.state`: 1 for the current state, 0 for the two others |
+//! | `circuit_breaker.transitions` | counter | `{transition}` | `gen_ai.tool.name`, `circuit_breaker.event`, `circuit_breaker.state` (after) |
+//! | `circuit_breaker.rejections` | counter | `{call}` | `gen_ai.tool.name`, `error.type` (a refusal) |
+//! | `circuit_breaker.routes` | counter | `{call}` | `gen_ai.tool.name`, `circuit_breaker.route`, `circuit_breaker.route.tool` (when an alternative) |
+//! | `circuit_breaker.systemic_events` | counter | `{event}` | `circuit_breaker.systemic.cause` |
+//! | `circuit_breaker.budget.consumed`, `.remaining`, `.limit` | gauges (u64) | `{failure}` | none (or those given to [`Telemetry::observe_with`]) |
+//!
+//! `error.type` keeps the crate's vocabulary (the failure categories, the refusals, the
+//! model's mistakes, [`telemetry`](crate::telemetry)); a value outside it is counted as
+//! `_OTHER`, as the conventions ask, so a metric's cardinality stays bounded.
+//!
+//! # Wiring
+//!
+//! The SDK and the exporters are the application's: here the SDK's in-memory exporters,
+//! as a test would use them.
+//!
+//! ```
+//! use circuit_breaker::otel::{Telemetry, metric};
+//! use circuit_breaker::{CapabilityMap, Decision, Expeditor, ToolSpec};
+//! use opentelemetry::metrics::MeterProvider as _;
+//! use opentelemetry::trace::TracerProvider as _;
+//! use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
+//! use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+//! use tracing_subscriber::layer::SubscriberExt as _;
+//!
+//! // The SDK: spans and metrics kept in memory.
+//! let spans = InMemorySpanExporter::default();
+//! let tracer_provider = SdkTracerProvider::builder()
+//!     .with_simple_exporter(spans.clone())
+//!     .build();
+//! let metrics = InMemoryMetricExporter::default();
+//! let meter_provider = SdkMeterProvider::builder()
+//!     .with_reader(PeriodicReader::builder(metrics.clone()).build())
+//!     .build();
+//!
+//! // The wiring: spans through tracing-opentelemetry, metrics through `Telemetry`.
+//! let telemetry = Telemetry::new(&meter_provider.meter("agent"));
+//! let subscriber = tracing_subscriber::registry()
+//!     .with(tracing_opentelemetry::layer().with_tracer(tracer_provider.tracer("agent")))
+//!     .with(telemetry.layer());
+//!
+//! let map = CapabilityMap::new().tool(
+//!     ToolSpec::new("bash")
+//!         .provides("command execution")
+//!         .fallback("report commands that need to be run manually"),
+//! );
+//! let expeditor = Expeditor::new(map)?;
+//! telemetry.observe(&expeditor); // the gauges read it at each collection
+//!
+//! tracing::subscriber::with_default(subscriber, || {
+//!     // What a guarded call does (the code `#[toolbox]` generates does it for you).
+//!     let span = circuit_breaker::telemetry::execute_tool("bash");
+//!     let _entered = span.enter();
+//!     if let Decision::Call(ticket) = expeditor.decide(expeditor.tool("bash").unwrap()) {
+//!         ticket.success();
+//!     }
+//! });
+//!
+//! meter_provider.force_flush().unwrap();
+//! let exported = metrics.get_finished_metrics().unwrap();
+//! let names: Vec<&str> = exported
+//!     .iter()
+//!     .flat_map(|r| r.scope_metrics())
+//!     .flat_map(|s| s.metrics())
+//!     .map(|m| m.name())
+//!     .collect();
+//! assert!(names.contains(&metric::DURATION), "{names:?}");
+//! assert!(names.contains(&metric::CIRCUIT_STATE), "{names:?}");
+//! assert_eq!(spans.get_finished_spans().unwrap()[0].name, "execute_tool bash");
+//! # Ok::<(), circuit_breaker::capability::MapErrors>(())
+//! ```
+//!
+//! # Cost
+//!
+//! Per guarded call the layer reads the span's fields once (a handful of string compares),
+//! keeps one small record in the span's extensions (the registry's per-span slot, the same
+//! that `tracing-opentelemetry` uses) and, when the span closes, records one histogram
+//! measurement (and a counter for a refusal or a route). It takes no lock of its own and,
+//! once a thread has seen a tool's name, allocates nothing: names are shared (`Arc<str>`)
+//! from a small per-thread cache. The SDK's aggregation is the SDK's.
+//!
+//! The gauges read an expeditor only when the SDK collects: one lock-free state read per tool
+//! and one copy of the budget per budget gauge.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Instant;
+
+use opentelemetry::KeyValue;
+use opentelemetry::StringValue;
+use opentelemetry::metrics::{AsyncInstrument, Counter, Histogram, Meter, ObservableGauge};
+use tracing::field::{Field, Visit};
+use tracing::level_filters::LevelFilter;
+use tracing::span::{Attributes, Id, Record};
+use tracing::subscriber::Interest;
+use tracing::{Event, Metadata, Subscriber};
+use tracing_subscriber::layer::{Context, Filter, Layer};
+use tracing_subscriber::registry::LookupSpan;
+
+use crate::telemetry::{ErrorType, SPAN_NAME, TARGET, state_name};
+use crate::{CircuitState, Expeditor};
+
+/// The metrics' names and the histogram's buckets, as exported.
+pub mod metric {
+    /// Histogram of a tool call's duration, span open to close, in seconds (the generative-AI
+    /// conventions' metric).
+    pub const DURATION: &str = "gen_ai.execute_tool.duration";
+    /// Gauge per tool and state: 1 for the circuit's current state, 0 for the two others.
+    pub const CIRCUIT_STATE: &str = "circuit_breaker.circuit.state";
+    /// Counter of circuit transitions, by tool, event kind and state after.
+    pub const TRANSITIONS: &str = "circuit_breaker.transitions";
+    /// Counter of calls refused (not made), by tool and refusal `error.type`.
+    pub const REJECTIONS: &str = "circuit_breaker.rejections";
+    /// Counter of calls whose value did not come from the tool itself, by tool and route.
+    pub const ROUTES: &str = "circuit_breaker.routes";
+    /// Counter of systemic events, by suspected cause.
+    pub const SYSTEMIC_EVENTS: &str = "circuit_breaker.systemic_events";
+    /// Gauge: failures charged to the budget this cycle.
+    pub const BUDGET_CONSUMED: &str = "circuit_breaker.budget.consumed";
+    /// Gauge: failures left before the mandatory pause.
+    pub const BUDGET_REMAINING: &str = "circuit_breaker.budget.remaining";
+    /// Gauge: failures allowed per cycle.
+    pub const BUDGET_LIMIT: &str = "circuit_breaker.budget.limit";
+    /// The generative-AI conventions' bucket boundaries for [`DURATION`], in seconds.
+    pub const DURATION_BOUNDARIES: [f64; 14] = [
+        0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+    ];
+}
+
+const TOOL_NAME: &str = "gen_ai.tool.name";
+const OPERATION_NAME: &str = "gen_ai.operation.name";
+const ERROR_TYPE: &str = "error.type";
+const EVENT: &str = "circuit_breaker.event";
+const STATE: &str = "circuit_breaker.state";
+const ROUTE: &str = "circuit_breaker.route";
+const ROUTE_TOOL: &str = "circuit_breaker.route.tool";
+const TOOL: &str = "circuit_breaker.tool";
+const TOOLS: &str = "circuit_breaker.tools";
+const CAUSE: &str = "circuit_breaker.systemic.cause";
+
+/// `error.type` values that say a call was not made (counted in
+/// [`REJECTIONS`](metric::REJECTIONS)).
+const REFUSALS: [ErrorType; 7] = [
+    ErrorType::CircuitOpen,
+    ErrorType::ProbeInFlight,
+    ErrorType::ToolUnavailable,
+    ErrorType::SubtaskDeferred,
+    ErrorType::BudgetExhausted,
+    ErrorType::SystemicPause,
+    ErrorType::NothingAchievable,
+];
+/// The conventions' `error.type` for a value outside the vocabulary.
+const OTHER: &str = "_OTHER";
+
+/// Engine event kinds that change a circuit's state (counted in
+/// [`TRANSITIONS`](metric::TRANSITIONS)).
+const TRANSITION_KINDS: [&str; 8] = [
+    "opened",
+    "half_opened",
+    "closed",
+    "reopened",
+    "shared_opened",
+    "shared_closed",
+    "server_down",
+    "server_up",
+];
+
+/// The metrics of the breakers and of the generative-AI conventions, made from one
+/// [`Meter`]. A clone is the same telemetry (its instruments and observed expeditors are
+/// shared): cheap, one reference count.
+///
+/// See the [module](self) for the metrics and the wiring.
+#[derive(Clone)]
+pub struct Telemetry {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    duration: Histogram<f64>,
+    transitions: Counter<u64>,
+    rejections: Counter<u64>,
+    routes: Counter<u64>,
+    systemic: Counter<u64>,
+    observed: Arc<RwLock<Vec<Observed>>>,
+    /// Kept for as long as the telemetry lives (the SDK keeps their callbacks).
+    _gauges: [ObservableGauge<u64>; 4],
+}
+
+/// An expeditor the gauges read, with the attributes that tell it from the others.
+struct Observed {
+    expeditor: Expeditor,
+    attributes: Box<[KeyValue]>,
+}
+
+impl fmt::Debug for Telemetry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Telemetry")
+            .field("observed", &read(&self.shared.observed).len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn read(observed: &RwLock<Vec<Observed>>) -> std::sync::RwLockReadGuard<'_, Vec<Observed>> {
+    observed.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Telemetry {
+    /// Creates the instruments on `meter` (nothing is measured until [`layer`](Self::layer)
+    /// is installed or an expeditor is [observed](Self::observe)).
+    pub fn new(meter: &Meter) -> Self {
+        let observed: Arc<RwLock<Vec<Observed>>> = Arc::default();
+        let duration = meter
+            .f64_histogram(metric::DURATION)
+            .with_unit("s")
+            .with_description("Duration of a tool call, as the agent's guarded call saw it.")
+            .with_boundaries(metric::DURATION_BOUNDARIES.to_vec())
+            .build();
+        let transitions = meter
+            .u64_counter(metric::TRANSITIONS)
+            .with_unit("{transition}")
+            .with_description("Circuit transitions, by tool, event and state after.")
+            .build();
+        let rejections = meter
+            .u64_counter(metric::REJECTIONS)
+            .with_unit("{call}")
+            .with_description("Tool calls refused by the circuit breakers (not made).")
+            .build();
+        let routes = meter
+            .u64_counter(metric::ROUTES)
+            .with_unit("{call}")
+            .with_description("Tool calls answered by a route (an alternative, stale data).")
+            .build();
+        let systemic = meter
+            .u64_counter(metric::SYSTEMIC_EVENTS)
+            .with_unit("{event}")
+            .with_description("Systemic failures: correlated circuits opened, calls paused.")
+            .build();
+
+        let list = Arc::clone(&observed);
+        let state = meter
+            .u64_observable_gauge(metric::CIRCUIT_STATE)
+            .with_unit("{state}")
+            .with_description("Circuit state per tool: 1 for the current state, 0 otherwise.")
+            .with_callback(move |gauge| observe_states(&list, gauge))
+            .build();
+        let budget = |name: &'static str, description: &'static str, read: fn(u32, u32) -> u32| {
+            let list = Arc::clone(&observed);
+            meter
+                .u64_observable_gauge(name)
+                .with_unit("{failure}")
+                .with_description(description)
+                .with_callback(move |gauge| observe_budget(&list, gauge, read))
+                .build()
+        };
+        let gauges = [
+            state,
+            budget(
+                metric::BUDGET_CONSUMED,
+                "Failures charged to the budget this cycle.",
+                |consumed, _| consumed,
+            ),
+            budget(
+                metric::BUDGET_REMAINING,
+                "Failures left before the mandatory pause.",
+                |consumed, limit| limit.saturating_sub(consumed),
+            ),
+            budget(
+                metric::BUDGET_LIMIT,
+                "Failures allowed per cycle.",
+                |_, limit| limit,
+            ),
+        ];
+        Telemetry {
+            shared: Arc::new(Shared {
+                duration,
+                transitions,
+                rejections,
+                routes,
+                systemic,
+                observed,
+                _gauges: gauges,
+            }),
+        }
+    }
+
+    /// The `tracing_subscriber` layer that turns the crate's spans and events into the call
+    /// metrics. It has its own per-layer filter (target `circuit_breaker`, INFO and above):
+    /// what the subscriber's other layers see is unchanged. It sees what the subscriber's
+    /// global filters let through, so a global level filter above INFO silences it: filter
+    /// your own layers per layer instead.
+    pub fn layer<S>(&self) -> impl Layer<S> + Send + Sync + 'static
+    where
+        S: Subscriber + for<'span> LookupSpan<'span>,
+    {
+        CallMetrics {
+            shared: Arc::clone(&self.shared),
+        }
+        .with_filter(OurTarget)
+    }
+
+    /// Registers `expeditor` for the gauges (circuit state per tool, budget), read at each
+    /// collection from its public API.
+    ///
+    /// The telemetry keeps a handle on it (a clone of [`Expeditor`] is a handle on the same
+    /// state), so the expeditor lives as long as the telemetry and the SDK's meter provider
+    /// do. Observe each expeditor once; to observe several, give each its own attributes with
+    /// [`observe_with`](Self::observe_with), or their points (the budget's, and those of the
+    /// tools they share) have the same attributes and overwrite one another.
+    pub fn observe(&self, expeditor: &Expeditor) {
+        self.observe_with(expeditor, []);
+    }
+
+    /// [`observe`](Self::observe), every point of this expeditor's gauges carrying
+    /// `attributes` too (`KeyValue::new("agent", "worker-1")`): several expeditors observed
+    /// by one telemetry stay apart.
+    pub fn observe_with(
+        &self,
+        expeditor: &Expeditor,
+        attributes: impl IntoIterator<Item = KeyValue>,
+    ) {
+        let observed = Observed {
+            expeditor: expeditor.clone(),
+            attributes: attributes.into_iter().collect(),
+        };
+        self.shared
+            .observed
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(observed);
+    }
+}
+
+/// The state gauge's callback: three points per tool of each observed expeditor.
+fn observe_states(observed: &RwLock<Vec<Observed>>, gauge: &dyn AsyncInstrument<u64>) {
+    const STATES: [CircuitState; 3] = [
+        CircuitState::Closed,
+        CircuitState::Open,
+        CircuitState::HalfOpen,
+    ];
+    for one in read(observed).iter() {
+        let expeditor = &one.expeditor;
+        for tool in expeditor.tools() {
+            let (Some(name), Some(current)) = (expeditor.tool_name(tool), expeditor.state(tool))
+            else {
+                continue;
+            };
+            let name = StringValue::from(name.to_owned());
+            for state in STATES {
+                let mut attributes = Vec::with_capacity(2 + one.attributes.len());
+                attributes.push(KeyValue::new(TOOL_NAME, name.clone()));
+                attributes.push(KeyValue::new(STATE, state_name(state)));
+                attributes.extend(one.attributes.iter().cloned());
+                gauge.observe(u64::from(state == current), &attributes);
+            }
+        }
+    }
+}
+
+/// A budget gauge's callback: one point per observed expeditor.
+fn observe_budget(
+    observed: &RwLock<Vec<Observed>>,
+    gauge: &dyn AsyncInstrument<u64>,
+    value: fn(u32, u32) -> u32,
+) {
+    for one in read(observed).iter() {
+        let status = one.expeditor.budget().status();
+        gauge.observe(
+            u64::from(value(status.consumed, status.limit)),
+            &one.attributes,
+        );
+    }
+}
+
+/// The per-layer filter: the crate's own spans and events, INFO and above.
+struct OurTarget;
+
+fn is_ours(metadata: &Metadata<'_>) -> bool {
+    is_our_target(metadata.target()) && *metadata.level() <= tracing::Level::INFO
+}
+
+/// `circuit_breaker` or one of its modules (`circuit_breaker::mcp`), not a crate whose name
+/// starts the same.
+fn is_our_target(target: &str) -> bool {
+    target == TARGET
+        || target
+            .strip_prefix(TARGET)
+            .is_some_and(|rest| rest.starts_with("::"))
+}
+
+impl<S> Filter<S> for OurTarget {
+    fn enabled(&self, metadata: &Metadata<'_>, _: &Context<'_, S>) -> bool {
+        is_ours(metadata)
+    }
+
+    fn callsite_enabled(&self, metadata: &'static Metadata<'static>) -> Interest {
+        if is_ours(metadata) {
+            Interest::always()
+        } else {
+            Interest::never()
+        }
+    }
+
+    fn max_level_hint(&self) -> Option<LevelFilter> {
+        Some(LevelFilter::INFO)
+    }
+}
+
+/// The layer behind [`Telemetry::layer`].
+struct CallMetrics {
+    shared: Arc<Shared>,
+}
+
+/// What the layer keeps of one `execute_tool` span, in its extensions.
+struct Call {
+    start: Instant,
+    tool: Option<StringValue>,
+    error_type: Option<&'static str>,
+    route: Option<StringValue>,
+    route_tool: Option<StringValue>,
+}
+
+impl Visit for Call {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        match field.name() {
+            TOOL_NAME => self.tool = Some(shared_name(value)),
+            ERROR_TYPE => self.error_type = Some(error_type(value)),
+            ROUTE => self.route = Some(word(value)),
+            ROUTE_TOOL => self.route_tool = Some(shared_name(value)),
+            _ => {}
+        }
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        if matches!(field.name(), TOOL_NAME | ERROR_TYPE | ROUTE | ROUTE_TOOL) {
+            self.record_str(field, &text(value));
+        }
+    }
+}
+
+/// A field's text when it was not recorded as a `&str`: its Debug form, a string's quotes
+/// removed.
+fn text(value: &dyn fmt::Debug) -> String {
+    let text = format!("{value:?}");
+    match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        Some(inner) => inner.to_owned(),
+        None => text,
+    }
+}
+
+/// `value` if it is in the `error.type` vocabulary, else `_OTHER`.
+fn error_type(value: &str) -> &'static str {
+    ErrorType::ALL
+        .into_iter()
+        .find(|known| *known == value)
+        .unwrap_or(OTHER)
+}
+
+/// A low-cardinality word of ours (a route, a state): static when known.
+fn word(value: &str) -> StringValue {
+    const WORDS: [&str; 8] = [
+        "alternative",
+        "stale",
+        "fallback",
+        "scope_reduction",
+        "closed",
+        "open",
+        "half_open",
+        "labelled",
+    ];
+    match WORDS.iter().find(|known| **known == value) {
+        Some(known) => StringValue::from(*known),
+        None => StringValue::from(value.to_owned()),
+    }
+}
+
+/// Tool names seen by this thread, shared: a name costs one allocation per thread, not one
+/// per call.
+const NAMES_KEPT: usize = 64;
+
+thread_local! {
+    static NAMES: RefCell<Vec<Arc<str>>> = const { RefCell::new(Vec::new()) };
+}
+
+fn shared_name(name: &str) -> StringValue {
+    let cached = NAMES.try_with(|names| {
+        let mut names = names.try_borrow_mut().ok()?;
+        if let Some(known) = names.iter().find(|known| &***known == name) {
+            return Some(Arc::clone(known));
+        }
+        let new: Arc<str> = Arc::from(name);
+        if names.len() < NAMES_KEPT {
+            names.push(Arc::clone(&new));
+        }
+        Some(new)
+    });
+    match cached {
+        Ok(Some(name)) => StringValue::from(name),
+        _ => StringValue::from(name.to_owned()),
+    }
+}
+
+impl<S> Layer<S> for CallMetrics
+where
+    S: Subscriber + for<'span> LookupSpan<'span>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        if attrs.metadata().name() != SPAN_NAME {
+            return;
+        }
+        let Some(span) = ctx.span(id) else { return };
+        let mut call = Call {
+            start: Instant::now(),
+            tool: None,
+            error_type: None,
+            route: None,
+            route_tool: None,
+        };
+        attrs.record(&mut call);
+        span.extensions_mut().replace(call);
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        if let Some(call) = span.extensions_mut().get_mut::<Call>() {
+            values.record(call);
+        }
+    }
+
+    fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
+        let mut fields = EngineEvent::default();
+        event.record(&mut fields);
+        let Some(kind) = fields.kind else { return };
+        if kind == "systemic" {
+            let cause = fields.cause.unwrap_or_else(|| StringValue::from(OTHER));
+            self.shared.systemic.add(1, &[KeyValue::new(CAUSE, cause)]);
+            return;
+        }
+        if !TRANSITION_KINDS.contains(&kind) {
+            return;
+        }
+        let state = fields.state.or(match kind {
+            "server_down" => Some("open"),
+            "server_up" => Some("closed"),
+            _ => None,
+        });
+        let count = |tool: StringValue| {
+            let mut attributes = Vec::with_capacity(3);
+            attributes.push(KeyValue::new(TOOL_NAME, tool));
+            attributes.push(KeyValue::new(EVENT, kind));
+            if let Some(state) = state {
+                attributes.push(KeyValue::new(STATE, state));
+            }
+            self.shared.transitions.add(1, &attributes);
+        };
+        match (fields.tool, fields.tools) {
+            (Some(tool), _) => count(tool),
+            (None, Some(tools)) => tools
+                .split(',')
+                .map(str::trim)
+                .filter(|tool| !tool.is_empty())
+                .for_each(|tool| count(shared_name(tool))),
+            (None, None) => {}
+        }
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(&id) else { return };
+        let Some(call) = span.extensions_mut().remove::<Call>() else {
+            return;
+        };
+        let seconds = call.start.elapsed().as_secs_f64();
+        // A name the model made up is not a tool: not an attribute (unbounded cardinality).
+        let tool = call
+            .tool
+            .filter(|_| call.error_type != Some(ErrorType::UnknownTool.as_str()))
+            .map(|tool| KeyValue::new(TOOL_NAME, tool));
+        let error = call.error_type.map(|e| KeyValue::new(ERROR_TYPE, e));
+
+        let mut attributes = Vec::with_capacity(3);
+        attributes.push(KeyValue::new(OPERATION_NAME, SPAN_NAME));
+        attributes.extend(tool.clone());
+        attributes.extend(error.clone());
+        self.shared.duration.record(seconds, &attributes);
+
+        if let Some(error) = error.filter(|_| call.error_type.is_some_and(is_refusal)) {
+            let attributes: Vec<KeyValue> = tool.clone().into_iter().chain([error]).collect();
+            self.shared.rejections.add(1, &attributes);
+        }
+        if let Some(route) = call.route {
+            let mut attributes = Vec::with_capacity(3);
+            attributes.extend(tool);
+            attributes.push(KeyValue::new(ROUTE, route));
+            attributes.extend(call.route_tool.map(|t| KeyValue::new(ROUTE_TOOL, t)));
+            self.shared.routes.add(1, &attributes);
+        }
+    }
+}
+
+/// Whether an `error.type` says the call was not made.
+fn is_refusal(error_type: &str) -> bool {
+    REFUSALS.iter().any(|refusal| refusal.as_str() == error_type)
+}
+
+/// What the layer reads of an event: an engine event's kind, tool(s), state and cause.
+#[derive(Default)]
+struct EngineEvent {
+    kind: Option<&'static str>,
+    tool: Option<StringValue>,
+    tools: Option<String>,
+    state: Option<&'static str>,
+    cause: Option<StringValue>,
+}
+
+impl Visit for EngineEvent {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        match field.name() {
+            EVENT => {
+                self.kind = TRANSITION_KINDS
+                    .iter()
+                    .chain(["systemic"].iter())
+                    .find(|known| **known == value)
+                    .copied();
+            }
+            TOOL => self.tool = Some(shared_name(value)),
+            TOOLS => self.tools = Some(value.to_owned()),
+            STATE => {
+                self.state = ["closed", "open", "half_open"]
+                    .into_iter()
+                    .find(|known| *known == value);
+            }
+            CAUSE => self.cause = Some(word(value)),
+            _ => {}
+        }
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        if matches!(field.name(), EVENT | TOOL | TOOLS | STATE | CAUSE) {
+            self.record_str(field, &text(value));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_types_outside_the_vocabulary_are_other() {
+        assert_eq!(error_type("circuit_open"), "circuit_open");
+        assert_eq!(error_type("network"), "network");
+        assert_eq!(error_type("a user's own words"), OTHER);
+    }
+
+    #[test]
+    fn refusals_are_the_error_types_that_say_so() {
+        use crate::FailureCategory as F;
+        let failures = [
+            F::Network,
+            F::Filesystem,
+            F::Permission,
+            F::Timeout,
+            F::NotFound,
+            F::Other,
+        ]
+        .map(ErrorType::Failed);
+        let others = [ErrorType::UnknownTool, ErrorType::InvalidArguments];
+        let every: Vec<ErrorType> = failures.into_iter().chain(REFUSALS).chain(others).collect();
+        let mut spelled: Vec<&str> = every.iter().map(|e| e.as_str()).collect();
+        spelled.sort_unstable();
+        let mut all = ErrorType::ALL.to_vec();
+        all.sort_unstable();
+        assert_eq!(spelled, all, "every error type is listed here");
+        for error in every {
+            assert_eq!(is_refusal(error.as_str()), error.is_refusal(), "{error}");
+            assert_eq!(error_type(error.as_str()), error.as_str());
+        }
+    }
+
+    #[test]
+    fn the_target_filter_takes_the_crate_and_its_modules_only() {
+        assert!(!is_our_target("circuit_breaker_suite"));
+        assert!(is_our_target("circuit_breaker"));
+        assert!(is_our_target("circuit_breaker::mcp"));
+        assert!(!is_our_target("other"));
+    }
+
+    #[test]
+    fn names_are_shared_per_thread() {
+        let a = shared_name("grep");
+        let b = shared_name("grep");
+        assert_eq!(a, b);
+        assert_eq!(a.as_str(), "grep");
+    }
+}
