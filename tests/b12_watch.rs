@@ -21,7 +21,7 @@ mod run_output;
 mod watch;
 
 use std::io::Write;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use circuit_breaker::{CapabilityMap, Decision, Expeditor, ToolSpec};
@@ -485,6 +485,47 @@ fn b12_watch_redraw_on_a_narrow_terminal_clips_the_panel_and_keeps_the_log() {
     // Narrower than the panel's rows and than a log line: the panel is clipped (auto-wrap off
     // while drawing), the log wraps, and each erase still removes exactly the panel.
     redraw_on(24, true);
+}
+
+#[test]
+fn b12_watch_on_a_real_terminal_the_scrollback_is_the_plain_run() {
+    // A pseudo-terminal from util-linux's script(1), where there is one: stdout and stderr
+    // are both the terminal, so the panel is live and the log is written above it.
+    let util_linux = Command::new("script")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("util-linux"));
+    if !util_linux {
+        eprintln!("skipped: no util-linux script(1) to make a terminal");
+        return;
+    }
+    let command = format!(
+        "'{}' --break bash --watch",
+        example_binary("agent").display()
+    );
+    let output = Command::new("script")
+        .args(["-qfec", &command, "/dev/null"])
+        .stdin(Stdio::null())
+        .env_remove("NO_COLOR")
+        .env("TERM", "xterm-256color")
+        .output()
+        .expect("run script(1)");
+    assert!(output.status.success(), "{output:?}");
+    let raw = String::from_utf8(output.stdout).expect("UTF-8");
+    let redraws = raw.matches("\x1b[J").count();
+    assert!(
+        redraws > 50,
+        "the panel is redrawn in place: {redraws} erases"
+    );
+    assert!(raw.contains("\x1b[1;31mOPEN"), "Bash OPEN, in red");
+    let mut term = Terminal::new(usize::MAX);
+    term.write_all(raw.as_bytes()).unwrap();
+    let screen = term.screen().join("\n");
+    assert_eq!(
+        normalise(&screen),
+        golden("agent_break_bash.txt").trim_end_matches('\n'),
+        "what stays on the terminal is the run without --watch, line for line"
+    );
 }
 
 #[test]

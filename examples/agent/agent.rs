@@ -650,8 +650,7 @@ impl Agent<'_> {
     }
 
     /// Prints one guarded call and its outcome; the value when there is one. A pause stops
-    /// the sub-task.
-    /// Then the watcher, if any, may show the state the call left.
+    /// the sub-task. Then the watcher, if any, may show the state the call left.
     fn called<T>(
         &mut self,
         tool: &str,
