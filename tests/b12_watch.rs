@@ -499,19 +499,26 @@ fn b12_watch_on_a_real_terminal_the_scrollback_is_the_plain_run() {
         eprintln!("skipped: no util-linux script(1) to make a terminal");
         return;
     }
-    let command = format!(
-        "'{}' --break bash --watch",
-        example_binary("agent").display()
-    );
-    let output = Command::new("script")
-        .args(["-qfec", &command, "/dev/null"])
-        .stdin(Stdio::null())
-        .env_remove("NO_COLOR")
-        .env("TERM", "xterm-256color")
-        .output()
-        .expect("run script(1)");
-    assert!(output.status.success(), "{output:?}");
-    let raw = String::from_utf8(output.stdout).expect("UTF-8");
+    let binary = example_binary("agent");
+    let on_a_terminal = |env: &[(&str, &str)]| {
+        let command = format!("'{}' --break bash --watch", binary.display());
+        let mut script = Command::new("script");
+        script
+            .args(["-qfec", &command, "/dev/null"])
+            .stdin(Stdio::null())
+            .env_remove("NO_COLOR")
+            .env("TERM", "xterm-256color");
+        for (key, value) in env {
+            script.env(key, value);
+        }
+        let output = script.output().expect("run script(1)");
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).expect("UTF-8")
+    };
+    let expected = golden("agent_break_bash.txt");
+    let expected = expected.trim_end_matches('\n');
+
+    let raw = on_a_terminal(&[]);
     let redraws = raw.matches("\x1b[J").count();
     assert!(
         redraws > 50,
@@ -520,12 +527,34 @@ fn b12_watch_on_a_real_terminal_the_scrollback_is_the_plain_run() {
     assert!(raw.contains("\x1b[1;31mOPEN"), "Bash OPEN, in red");
     let mut term = Terminal::new(usize::MAX);
     term.write_all(raw.as_bytes()).unwrap();
-    let screen = term.screen().join("\n");
     assert_eq!(
-        normalise(&screen),
-        golden("agent_break_bash.txt").trim_end_matches('\n'),
+        normalise(&term.screen().join("\n")),
+        expected,
         "what stays on the terminal is the run without --watch, line for line"
     );
+
+    // NO_COLOR: the same redraws, no colour.
+    let raw = on_a_terminal(&[("NO_COLOR", "1")]);
+    assert!(raw.matches("\x1b[J").count() > 50);
+    assert!(
+        !raw.contains("\x1b[0m") && !raw.contains("\x1b[32m"),
+        "no colour with NO_COLOR"
+    );
+    let mut term = Terminal::new(usize::MAX);
+    term.write_all(raw.as_bytes()).unwrap();
+    assert_eq!(normalise(&term.screen().join("\n")), expected);
+
+    // TERM=dumb: no cursor moves; plain frames between the lines, as in a pipe.
+    let raw = on_a_terminal(&[("TERM", "dumb")]);
+    assert!(
+        !raw.contains('\x1b'),
+        "no escape sequence for a dumb terminal"
+    );
+    let frames = pieces(&raw.replace("\r\n", "\n"))
+        .iter()
+        .filter(|p| matches!(p, Piece::Frame(_)))
+        .count();
+    assert!(frames >= 4, "{frames} plain frames");
 }
 
 #[test]
