@@ -19,6 +19,9 @@
 //!   one view of the engine
 //! - the executor's side of the line: [`Routed`], [`CallError`], [`Refusal`] (what a guarded
 //!   call returns) and [`toolbox`](mod@toolbox) (the trait of the enum `#[toolbox]` generates)
+//! - [`telemetry`]: the `execute_tool` span every guarded call runs in, by the OpenTelemetry
+//!   GenAI conventions, through `tracing` (B12); with feature `otel`, `otel` reads the spans
+//!   and the expeditor into OpenTelemetry metrics
 
 mod breaker;
 mod budget;

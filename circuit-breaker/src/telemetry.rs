@@ -2,10 +2,10 @@
 //! feature needed, no OpenTelemetry crate in the build.
 //!
 //! Every guarded call — a method of a `#[toolbox]`'s guarded handle (sync or async), the
-//! JSON dispatcher's `call`, a tool of an [`McpClient`](crate::mcp) — runs in one
+//! JSON dispatcher's `call`, a tool of an `mcp::McpClient` (feature `mcp`) — runs in one
 //! `execute_tool` span (target `circuit_breaker`, level INFO). With `tracing-opentelemetry`
 //! it is exported as the conventions' span `execute_tool {gen_ai.tool.name}`, kind INTERNAL;
-//! with feature `otel`, [`otel::Telemetry`](crate::otel) turns the spans and the breakers'
+//! with feature `otel`, `otel::Telemetry` turns the spans and the breakers'
 //! events into metrics.
 //!
 //! | span field | value |
