@@ -619,7 +619,9 @@ where
 
 /// Whether an `error.type` says the call was not made.
 fn is_refusal(error_type: &str) -> bool {
-    REFUSALS.iter().any(|refusal| refusal.as_str() == error_type)
+    REFUSALS
+        .iter()
+        .any(|refusal| refusal.as_str() == error_type)
 }
 
 /// What the layer reads of an event: an engine event's kind, tool(s), state and cause.
