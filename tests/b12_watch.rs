@@ -11,6 +11,7 @@
 //!   each erase removes exactly the rows drawn — the log lines above stay, whole, in order,
 //!   also when a row is wider than the terminal — and that the panel is gone at the end.
 
+mod common;
 #[path = "common/examples.rs"]
 mod examples;
 #[path = "common/run_output.rs"]
@@ -199,6 +200,15 @@ fn b12_watch_piped_frames_follow_the_run_between_whole_lines() {
         expected.trim_end_matches('\n'),
         "the frames aside, --watch prints the run byte for byte"
     );
+}
+
+/// The piped `--watch` run, frames and all, as its golden says
+/// (`tests/golden/agent_break_bash_watch.txt`, normalised like every agent golden): README.md's
+/// excerpt of the live view is tied to it by `tests/readme_output.rs`.
+#[test]
+fn b12_watch_piped_run_matches_its_golden() {
+    let (stdout, _) = agent(&["--break", "bash", "--watch"]);
+    common::assert_golden("agent_break_bash_watch.txt", normalise(&stdout).trim_end());
 }
 
 #[test]

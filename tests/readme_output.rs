@@ -145,6 +145,61 @@ fn the_readme_block_has_real_values_the_normaliser_replaces() {
     }
 }
 
+/// README.md's excerpts of real runs: its section, the command it says it ran, the golden of
+/// that run (compared with live runs by `tests/b12_telemetry_example.rs` and
+/// `tests/b12_watch.rs`). Each piece of the block between `…` lines is a run of consecutive
+/// lines of the golden, the pieces in the golden's order.
+const EXCERPTS: [(&str, &str, &str); 2] = [
+    (
+        "### Exported spans and metrics",
+        "cargo run --example telemetry --features otel",
+        "telemetry_example.txt",
+    ),
+    (
+        "### The live view",
+        "cargo run --example agent -- --break bash --watch | cat",
+        "agent_break_bash_watch.txt",
+    ),
+];
+
+#[test]
+fn b12_readme_excerpts_are_pieces_of_their_golden_runs() {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    for (section, command, golden_file) in EXCERPTS {
+        let (prose, block) = readme_block(&readme, section);
+        let prose = prose.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            prose.contains(&format!("`{command}`")),
+            "the {section:?} section no longer says its block is from `{command}`"
+        );
+        let golden_path = root().join("tests").join("golden").join(golden_file);
+        let golden = std::fs::read_to_string(&golden_path)
+            .unwrap_or_else(|e| panic!("{} not readable: {e}", golden_path.display()));
+        let golden = normalise(&golden);
+        let golden: Vec<&str> = golden.lines().collect();
+        let block = normalise(&block);
+        let mut from = 0;
+        let mut pieces = 0;
+        for piece in block.split("\n…\n") {
+            let piece: Vec<&str> = piece.lines().collect();
+            assert!(!piece.is_empty(), "an empty piece under {section:?}");
+            let at = (from..=golden.len().saturating_sub(piece.len()))
+                .find(|&i| golden[i..i + piece.len()] == piece[..])
+                .unwrap_or_else(|| {
+                    panic!(
+                        "README.md's excerpt under {section:?} is not in {} (after line {from}): \
+                         paste it again from a real run of `{command}`:\n{}",
+                        golden_path.display(),
+                        piece.join("\n")
+                    )
+                });
+            from = at + piece.len();
+            pieces += 1;
+        }
+        assert!(pieces >= 1);
+    }
+}
+
 // ---- the rules every golden file follows ----
 
 #[test]

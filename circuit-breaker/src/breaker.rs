@@ -38,6 +38,15 @@ impl CircuitState {
         }
     }
 
+    /// The spelling of spans and metrics (B12): `closed`, `open`, `half_open`.
+    pub(crate) const fn snake_name(self) -> &'static str {
+        match self {
+            CircuitState::Closed => "closed",
+            CircuitState::Open => "open",
+            CircuitState::HalfOpen => "half_open",
+        }
+    }
+
     pub(crate) const fn bits(self) -> u32 {
         match self {
             CircuitState::Closed => 0,

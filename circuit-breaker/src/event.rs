@@ -223,7 +223,7 @@ impl Event {
                     $level,
                     circuit_breaker.event = self.kind(),
                     circuit_breaker.tool = self.tool(),
-                    circuit_breaker.state = self.state_after().map(crate::telemetry::state_name),
+                    circuit_breaker.state = self.state_after().map(crate::CircuitState::snake_name),
                     circuit_breaker.server = self.server(),
                     circuit_breaker.tools = self.tools().map(|tools| tools.join(",")),
                     circuit_breaker.budget.consumed = self.budget().map(|(consumed, _)| consumed),

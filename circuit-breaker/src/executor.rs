@@ -670,7 +670,7 @@ pub fn finish_fresh<T, E>(
 /// Always: the refusal.
 #[cold]
 pub fn refused<T, E>(refusal: Refusal) -> Result<Routed<T>, CallError<E>> {
-    crate::telemetry::refused(&refusal);
+    crate::telemetry::refused(refusal.reason(), refusal.state(), || refusal.route());
     Err(CallError::Refused(refusal))
 }
 

@@ -59,7 +59,6 @@ use tracing::Span;
 
 use crate::breaker::CircuitState;
 use crate::engine::{PauseReason, SkipReason};
-use crate::executor::Refusal;
 use crate::failure::{Failure, FailureCategory};
 use crate::freshness::Freshness;
 use crate::route::{RouteKind, RouteTaken};
@@ -179,11 +178,7 @@ impl fmt::Display for ErrorType {
 
 /// A breaker state as the spans and metrics spell it: `closed`, `open`, `half_open`.
 pub const fn state_name(state: CircuitState) -> &'static str {
-    match state {
-        CircuitState::Closed => "closed",
-        CircuitState::Open => "open",
-        CircuitState::HalfOpen => "half_open",
-    }
+    state.snake_name()
 }
 
 /// A route kind as the spans spell it: `alternative`, `fallback`, `scope_reduction`, `stale`.
@@ -323,15 +318,19 @@ pub(crate) fn recorded(recorded: &crate::engine::Recorded) {
 }
 
 /// Records a refusal on the current call's span, and its span event: `refused`, or
-/// `budget_pause` / `systemic_pause` for a pause.
+/// `budget_pause` / `systemic_pause` for a pause. `route` renders the route advised (only
+/// when a subscriber wants the event).
 #[cold]
-pub(crate) fn refused(refusal: &Refusal) {
+pub(crate) fn refused(
+    reason: SkipReason,
+    state: Option<CircuitState>,
+    route: impl FnOnce() -> Option<RouteTaken>,
+) {
     if !wanted() {
         return;
     }
-    let reason = refusal.reason();
     let error = ErrorType::of_refusal(reason);
-    let state = refusal.state().map(state_name);
+    let state = state.map(state_name);
     if let Some(span) = current_call() {
         span.record("error.type", error.as_str());
         span.record("otel.status_code", "error");
@@ -364,7 +363,7 @@ pub(crate) fn refused(refusal: &Refusal) {
             "systemic_pause"
         ),
         _ => {
-            let route = refusal.route();
+            let route = route();
             let route = route.as_ref();
             tracing::event!(
                 target: "circuit_breaker",

@@ -30,6 +30,7 @@ pub fn example_binary(name: &str) -> PathBuf {
         for (on, feature) in [
             (cfg!(feature = "rig"), "rig"),
             (cfg!(feature = "redis"), "redis"),
+            (cfg!(feature = "otel"), "otel"),
         ] {
             if on {
                 features.push(feature);

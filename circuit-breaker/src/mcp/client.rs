@@ -1176,7 +1176,8 @@ impl Inner {
 }
 
 fn refused(expeditor: &Expeditor, name: &str, refusal: Refusal) -> Reply {
-    crate::telemetry::refused(&refusal);
+    let state = expeditor.tool(name).and_then(|id| expeditor.state(id));
+    crate::telemetry::refused(refusal.reason(), state, || refusal.route());
     Reply::from_call::<Value, String>(expeditor, name, Err(CallError::Refused(refusal)))
 }
 
