@@ -91,7 +91,8 @@ impl Workspace {
     /// Fetches a page.
     #[tool(
         provides = "page fetching",
-        fallback = "ask the user to paste the page"
+        fallback = "ask the user to paste the page",
+        serve_stale
     )]
     async fn web_fetch(&self, url: &str) -> Result<String, io::Error> {
         common::YieldOnce(false).await;
@@ -630,6 +631,63 @@ fn b12_a_routed_call_keeps_the_tool_asked_for_and_names_the_alternative() {
         )]
     );
     assert_eq!(otel.points(metric::REJECTIONS), [], "routed, not refused");
+}
+
+#[test]
+fn b12_a_stale_answer_is_a_route_with_its_freshness_label() {
+    let otel = Otel::new();
+    let agent = agent();
+    let url = "https://example.org";
+    let good = block_on(agent.web_fetch(url)).unwrap().value;
+    agent
+        .toolbox()
+        .break_with("web_fetch", io::ErrorKind::ConnectionRefused);
+    assert!(block_on(agent.web_fetch(url)).is_err());
+    assert!(block_on(agent.web_fetch(url)).is_err(), "web_fetch is OPEN");
+    let stale = otel.run(|| block_on(agent.web_fetch(url))).unwrap();
+    assert_eq!(stale.value, good, "its last good result");
+
+    let span = otel.span();
+    assert_eq!(
+        (span.name.as_str(), &span.status),
+        ("execute_tool web_fetch", &Status::Unset)
+    );
+    let label = "[STALE DATA — retrieved at 2026-11-30T07:35:03Z, may not reflect current state]";
+    assert_eq!(
+        (
+            span.attributes
+                .get("circuit_breaker.route")
+                .map(String::as_str),
+            span.attributes.get("circuit_breaker.route.tool"),
+            span.attributes
+                .get("circuit_breaker.freshness")
+                .map(String::as_str),
+            span.attributes.get("error.type"),
+        ),
+        (Some("stale"), None, Some(label), None)
+    );
+    let routed: Vec<(&str, Option<&str>)> = span
+        .events
+        .iter()
+        .map(|(name, a)| {
+            (
+                name.as_str(),
+                a.get("circuit_breaker.route").map(String::as_str),
+            )
+        })
+        .collect();
+    assert_eq!(routed, [("routed", Some("stale"))]);
+    assert_eq!(
+        otel.points(metric::ROUTES),
+        [point(
+            [
+                ("circuit_breaker.route", "stale"),
+                ("gen_ai.tool.name", "web_fetch")
+            ],
+            1
+        )]
+    );
+    assert_eq!(otel.points(metric::REJECTIONS), [], "answered, if stale");
 }
 
 #[test]

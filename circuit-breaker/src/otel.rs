@@ -94,10 +94,17 @@
 //!
 //! Per guarded call the layer reads the span's fields once (a handful of string compares),
 //! keeps one small record in the span's extensions (the registry's per-span slot, the same
-//! that `tracing-opentelemetry` uses) and, when the span closes, records one histogram
-//! measurement (and a counter for a refusal or a route). It takes no lock of its own and,
-//! once a thread has seen a tool's name, allocates nothing: names are shared (`Arc<str>`)
-//! from a small per-thread cache. The SDK's aggregation is the SDK's.
+//! that `tracing-opentelemetry` uses; the registry boxes it: the one allocation per call),
+//! reads the clock twice, and, when the span closes, records one histogram measurement (and
+//! a counter for a refusal or a route), its attributes on the stack. It takes no lock of its
+//! own: the registry locks the span's extensions (uncontended, per span) and the SDK
+//! aggregates behind its own locks. Tool names are shared (`Arc<str>`) from a small
+//! per-thread cache, allocated once per thread and tool.
+//!
+//! Measured on a 2-core VM (a healthy call of a one-tool toolbox, release build): the layer
+//! adds about 1 µs and 1 allocation to a call (the SDK's `Histogram::record` is a quarter of
+//! that, the two clock reads a tenth); `tracing-opentelemetry` exporting the span adds about
+//! 3.5 µs and 15 allocations. Without a subscriber the call pays none of it.
 //!
 //! The gauges read an expeditor only when the SDK collects: one lock-free state read per tool
 //! and one copy of the budget per budget gauge.
@@ -565,13 +572,16 @@ where
             _ => None,
         });
         let count = |tool: StringValue| {
-            let mut attributes = Vec::with_capacity(3);
-            attributes.push(KeyValue::new(TOOL_NAME, tool));
-            attributes.push(KeyValue::new(EVENT, kind));
-            if let Some(state) = state {
-                attributes.push(KeyValue::new(STATE, state));
-            }
-            self.shared.transitions.add(1, &attributes);
+            let tool = KeyValue::new(TOOL_NAME, tool);
+            let state = state.map(|state| KeyValue::new(STATE, state));
+            with_attributes(
+                KeyValue::new(EVENT, kind),
+                Some(tool),
+                state,
+                |attributes| {
+                    self.shared.transitions.add(1, attributes);
+                },
+            );
         };
         match (fields.tool, fields.tools) {
             (Some(tool), _) => count(tool),
@@ -597,23 +607,41 @@ where
             .map(|tool| KeyValue::new(TOOL_NAME, tool));
         let error = call.error_type.map(|e| KeyValue::new(ERROR_TYPE, e));
 
-        let mut attributes = Vec::with_capacity(3);
-        attributes.push(KeyValue::new(OPERATION_NAME, SPAN_NAME));
-        attributes.extend(tool.clone());
-        attributes.extend(error.clone());
-        self.shared.duration.record(seconds, &attributes);
-
+        let operation = KeyValue::new(OPERATION_NAME, SPAN_NAME);
+        with_attributes(operation, tool.clone(), error.clone(), |attributes| {
+            self.shared.duration.record(seconds, attributes);
+        });
         if let Some(error) = error.filter(|_| call.error_type.is_some_and(is_refusal)) {
-            let attributes: Vec<KeyValue> = tool.clone().into_iter().chain([error]).collect();
-            self.shared.rejections.add(1, &attributes);
+            with_attributes(error, tool.clone(), None, |attributes| {
+                self.shared.rejections.add(1, attributes);
+            });
         }
         if let Some(route) = call.route {
-            let mut attributes = Vec::with_capacity(3);
-            attributes.extend(tool);
-            attributes.push(KeyValue::new(ROUTE, route));
-            attributes.extend(call.route_tool.map(|t| KeyValue::new(ROUTE_TOOL, t)));
-            self.shared.routes.add(1, &attributes);
+            let route_tool = call.route_tool.map(|t| KeyValue::new(ROUTE_TOOL, t));
+            with_attributes(
+                KeyValue::new(ROUTE, route),
+                tool,
+                route_tool,
+                |attributes| {
+                    self.shared.routes.add(1, attributes);
+                },
+            );
         }
+    }
+}
+
+/// Hands `first` and those of `more` that are there to `measure` as one slice on the stack:
+/// the call path allocates no attribute list.
+fn with_attributes(
+    first: KeyValue,
+    second: Option<KeyValue>,
+    third: Option<KeyValue>,
+    measure: impl FnOnce(&[KeyValue]),
+) {
+    match (second, third) {
+        (Some(second), Some(third)) => measure(&[first, second, third]),
+        (Some(one), None) | (None, Some(one)) => measure(&[first, one]),
+        (None, None) => measure(&[first]),
     }
 }
 
