@@ -314,8 +314,9 @@ impl Telemetry {
     /// The `tracing_subscriber` layer that turns the crate's spans and events into the call
     /// metrics. It has its own per-layer filter (target `circuit_breaker`, INFO and above):
     /// what the subscriber's other layers see is unchanged. It sees what the subscriber's
-    /// global filters let through, so a global level filter above INFO silences it: filter
-    /// your own layers per layer instead.
+    /// global filters let through, so a global level filter stricter than INFO (WARN, ERROR)
+    /// silences it: filter your own layers per layer instead. Install one per subscriber
+    /// (two layers of the same telemetry count every call twice).
     pub fn layer<S>(&self) -> impl Layer<S> + Send + Sync + 'static
     where
         S: Subscriber + for<'span> LookupSpan<'span>,
