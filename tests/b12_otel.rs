@@ -1041,6 +1041,25 @@ fn b12_one_observed_expeditor_has_gauges_without_extra_attributes() {
 }
 
 #[test]
+fn b12_an_expeditor_dropped_by_its_agent_leaves_the_gauges() {
+    let otel = Otel::new();
+    let kept = agent();
+    let dropped = agent();
+    otel.telemetry
+        .observe_with(kept.expeditor(), [KeyValue::new("agent", "kept")]);
+    otel.telemetry
+        .observe_with(dropped.expeditor(), [KeyValue::new("agent", "dropped")]);
+    assert_eq!(otel.points(metric::BUDGET_LIMIT).len(), 2);
+    drop(dropped);
+    // The telemetry holds it weakly: nothing keeps it alive, its points are gone.
+    assert_eq!(
+        otel.points(metric::BUDGET_LIMIT),
+        [point([("agent", "kept")], 10)]
+    );
+    assert_eq!(otel.points(metric::CIRCUIT_STATE).len(), 4 * 3);
+}
+
+#[test]
 fn b12_calls_from_many_threads_are_all_counted() {
     const THREADS: u64 = 4;
     const CALLS: u64 = 250;

@@ -67,14 +67,20 @@ pub struct SystemicEvent {
 impl SystemicEvent {
     /// The suspected cause: `network`, `filesystem`, `permissions`, ...
     pub fn cause(&self) -> &'static str {
-        match self.category {
-            Some(FailureCategory::Network) => "network",
-            Some(FailureCategory::Filesystem) => "filesystem",
-            Some(FailureCategory::Permission) => "permissions",
-            Some(FailureCategory::Timeout) => "timeout",
-            Some(FailureCategory::NotFound) => "missing-resource",
-            Some(FailureCategory::Other) | None => "shared infrastructure",
-        }
+        cause_of(self.category)
+    }
+}
+
+/// The suspected cause of failures sharing `category` (one spelling for the reports, the
+/// events and the telemetry's `circuit_breaker.systemic.cause`).
+pub(crate) const fn cause_of(category: Option<FailureCategory>) -> &'static str {
+    match category {
+        Some(FailureCategory::Network) => "network",
+        Some(FailureCategory::Filesystem) => "filesystem",
+        Some(FailureCategory::Permission) => "permissions",
+        Some(FailureCategory::Timeout) => "timeout",
+        Some(FailureCategory::NotFound) => "missing-resource",
+        Some(FailureCategory::Other) | None => "shared infrastructure",
     }
 }
 

@@ -75,6 +75,28 @@ pub struct Expeditor {
     inner: Arc<Inner>,
 }
 
+/// A handle on an [`Expeditor`] that does not keep it alive ([`Expeditor::downgrade`]): for
+/// whoever only reads it while someone else uses it (the gauges of feature `otel`).
+#[derive(Clone)]
+pub struct WeakExpeditor {
+    inner: std::sync::Weak<Inner>,
+}
+
+impl WeakExpeditor {
+    /// The expeditor, while any [`Expeditor`] handle on it is alive.
+    pub fn upgrade(&self) -> Option<Expeditor> {
+        self.inner.upgrade().map(|inner| Expeditor { inner })
+    }
+}
+
+impl fmt::Debug for WeakExpeditor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WeakExpeditor")
+            .field("alive", &(self.inner.strong_count() > 0))
+            .finish()
+    }
+}
+
 /// The expeditor's state: an [`Expeditor`] holds it, a [`FleetLink`] holds it weakly.
 pub(crate) struct Inner {
     mirror: Mirror,
@@ -628,6 +650,14 @@ impl Expeditor {
     }
 
     // ----- building -----------------------------------------------------------------------
+
+    /// A handle that does not keep this expeditor alive: [`WeakExpeditor::upgrade`] gives it
+    /// back while any `Expeditor` handle on it lives.
+    pub fn downgrade(&self) -> WeakExpeditor {
+        WeakExpeditor {
+            inner: Arc::downgrade(&self.inner),
+        }
+    }
 
     /// An expeditor over `map` with the default policy and the system clock.
     ///

@@ -125,6 +125,7 @@ use tracing::{Event, Metadata, Subscriber};
 use tracing_subscriber::layer::{Context, Filter, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
+use crate::expeditor::WeakExpeditor;
 use crate::telemetry::{ErrorType, SPAN_NAME, TARGET, state_name};
 use crate::{CircuitState, Expeditor};
 
@@ -216,7 +217,8 @@ struct Shared {
 
 /// An expeditor the gauges read, with the attributes that tell it from the others.
 struct Observed {
-    expeditor: Expeditor,
+    /// Held weakly: an expeditor dropped by its agent leaves the gauges.
+    expeditor: WeakExpeditor,
     attributes: Box<[KeyValue]>,
 }
 
@@ -330,9 +332,9 @@ impl Telemetry {
     /// Registers `expeditor` for the gauges (circuit state per tool, budget), read at each
     /// collection from its public API.
     ///
-    /// The telemetry keeps a handle on it (a clone of [`Expeditor`] is a handle on the same
-    /// state), so the expeditor lives as long as the telemetry and the SDK's meter provider
-    /// do. Observe each expeditor once; to observe several, give each its own attributes with
+    /// The telemetry holds it weakly ([`Expeditor::downgrade`]): it does not keep the
+    /// expeditor alive, and once the agent drops its last handle the expeditor's points leave
+    /// the gauges (and its entry is forgotten at the next `observe`). Observe each expeditor once; to observe several, give each its own attributes with
     /// [`observe_with`](Self::observe_with), or their points (the budget's, and those of the
     /// tools they share) have the same attributes and overwrite one another.
     pub fn observe(&self, expeditor: &Expeditor) {
@@ -348,14 +350,16 @@ impl Telemetry {
         attributes: impl IntoIterator<Item = KeyValue>,
     ) {
         let observed = Observed {
-            expeditor: expeditor.clone(),
+            expeditor: expeditor.downgrade(),
             attributes: attributes.into_iter().collect(),
         };
-        self.shared
+        let mut list = self
+            .shared
             .observed
             .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(observed);
+            .unwrap_or_else(PoisonError::into_inner);
+        list.retain(|one| one.expeditor.upgrade().is_some());
+        list.push(observed);
     }
 }
 
@@ -367,7 +371,9 @@ fn observe_states(observed: &RwLock<Vec<Observed>>, gauge: &dyn AsyncInstrument<
         CircuitState::HalfOpen,
     ];
     for one in read(observed).iter() {
-        let expeditor = &one.expeditor;
+        let Some(expeditor) = one.expeditor.upgrade() else {
+            continue;
+        };
         for tool in expeditor.tools() {
             let (Some(name), Some(current)) = (expeditor.tool_name(tool), expeditor.state(tool))
             else {
@@ -392,7 +398,10 @@ fn observe_budget(
     value: fn(u32, u32) -> u32,
 ) {
     for one in read(observed).iter() {
-        let status = one.expeditor.budget().status();
+        let Some(expeditor) = one.expeditor.upgrade() else {
+            continue;
+        };
+        let status = expeditor.budget().status();
         gauge.observe(
             u64::from(value(status.consumed, status.limit)),
             &one.attributes,

@@ -359,7 +359,7 @@ pub(crate) fn refused(
             tracing::Level::INFO,
             circuit_breaker.event = "systemic_pause",
             error.type = error.as_str(),
-            circuit_breaker.systemic.cause = category.map_or("unknown", FailureCategory::as_str),
+            circuit_breaker.systemic.cause = crate::cascade::cause_of(category),
             "systemic_pause"
         ),
         _ => {
