@@ -499,16 +499,17 @@ fn b12_watch_redraw_on_a_narrow_terminal_clips_the_panel_and_keeps_the_log() {
 
 #[test]
 fn b12_watch_on_a_real_terminal_the_scrollback_is_the_plain_run() {
-    // A pseudo-terminal from util-linux's script(1), where there is one: stdout and stderr
-    // are both the terminal, so the panel is live and the log is written above it.
+    // A pseudo-terminal from util-linux's script(1) (Debian's bsdutils, which `.ci/run`
+    // installs if missing): stdout and stderr are both the terminal, so the panel is live and
+    // the log is written above it. Without it the test fails; it never skips.
     let util_linux = Command::new("script")
         .arg("--version")
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("util-linux"));
-    if !util_linux {
-        eprintln!("skipped: no util-linux script(1) to make a terminal");
-        return;
-    }
+    assert!(
+        util_linux,
+        "this test needs util-linux's script(1) to make a terminal (Debian: apt-get install bsdutils)"
+    );
     let binary = example_binary("agent");
     let on_a_terminal = |env: &[(&str, &str)]| {
         let command = format!("'{}' --break bash --watch", binary.display());
