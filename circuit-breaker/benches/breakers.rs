@@ -15,7 +15,9 @@
 //! Groups, with `t(group/name)` the median criterion prints for a row:
 //!
 //! - `healthy/*`: a CLOSED breaker, every call succeeding (no step). `healthy/circuit-breaker
-//!   #[toolbox] method` is issue 14's "`#[toolbox]` method, healthy".
+//!   #[toolbox] method` is issue 14's "`#[toolbox]` method, healthy"; `.. #[toolbox] method,
+//!   tool that may fail` is the same around `work_may_fail`, a tool the compiler cannot prove
+//!   infallible (LLVM may delete the failure arm of the always-`Ok` `work`, issue 15).
 //! - `rejected/*`: an OPEN breaker turning the call away. `rejected/circuit-breaker #[toolbox]
 //!   method` is the generated method on an OPEN tool (the refusal, built and dropped
 //!   unrendered); `rejected/circuit-breaker #[toolbox] refusal, render text` is `to_string()`
@@ -61,6 +63,26 @@
 //!   same plus `Reply::from_call` (the dispatcher's output: the value serialised). Each side
 //!   clones the same `Value` per call.
 //! - `clock/system clock now` and `fleet/*` (issue 13): see BENCHMARKS.md.
+//! - `telemetry/<path>/<setup>` (issue 15, SPEC B12): what the `execute_tool` span and the
+//!   `otel` metrics cost. Paths: `healthy` (the `#[toolbox]` method of `healthy`, the same
+//!   toolbox), `refusal` (that method on an OPEN tool, as in `rejected`), `failure` (a
+//!   `#[toolbox]` method whose tool fails, on a CLOSED tool: threshold and budget 1,000,000, a
+//!   fresh toolbox built untimed every 10,000 failures), `tool 1 µs` and `tool 100 µs` (a
+//!   healthy tool that spins that long on the monotonic clock first). Setups, each installed
+//!   as the thread's default around its rows with `tracing::dispatcher::with_default` (never
+//!   the global one), dropped after them, the call sites' interest rebuilt: `off` (no
+//!   subscriber; run first, before any was ever registered), `subscriber, WARN filter` (a
+//!   registry with a fmt layer to `io::sink` under a per-layer WARN filter), `subscriber,
+//!   other targets only` (the same layer under a `Targets` filter that wants only target
+//!   `agent`); with `--features otel`: `spans exported` (registry +
+//!   `tracing_opentelemetry::layer()` on an SDK tracer whose simple processor exports each
+//!   span into an exporter that drops it, `Discard`), `spans exported, lean bridge` (the same
+//!   without the bridge's code location, thread, busy/idle time and context activation),
+//!   `metrics only` (registry + `otel::Telemetry::layer()` on an SDK meter provider whose
+//!   periodic reader waits an hour, so nothing is collected while measured) and `spans +
+//!   metrics` (both). The 1 µs and 100 µs tools run under `off`, `spans exported` and `spans +
+//!   metrics` only. Printed before each setup's rows: `alloc/telemetry, healthy call, <setup>:
+//!   N allocations, B bytes per call`.
 //!
 //! Ratios (issue 14's targets), each within one run:
 //!
@@ -84,10 +106,15 @@
 //! - JSON dispatcher = `t(json/#[toolbox(json)] call(name, Value)) / t(json/hand:
 //!   serde_json::from_value + typed method)` (target at most 1.1x); over `.. + Reply::from_call`
 //!   it is the dispatcher's own glue alone.
+//! - telemetry (issue 15) = `t(telemetry/<path>/<setup>) / t(telemetry/<path>/off)`; the
+//!   span check when nobody listens = `t(healthy/circuit-breaker #[toolbox] method)` of this
+//!   commit over the same row of the commit before the spans (e4ea49e), run in one sitting.
 //!
 //! Run with `cargo bench -p circuit-breaker --bench breakers` (one group: `... -- failure`;
-//! quick: `... -- failure --warm-up-time 0.2 --measurement-time 0.5`); `BENCHMARKS.md` has the
-//! runs. The allocation targets that are absolute are also pinned by `tests/hot_path.rs`.
+//! quick: `... -- failure --warm-up-time 0.2 --measurement-time 0.5`; the telemetry rows that
+//! use OpenTelemetry need `--features otel`: `cargo bench -p circuit-breaker --bench breakers
+//! --features otel -- telemetry`); `BENCHMARKS.md` has the runs. The allocation targets that
+//! are absolute are also pinned by `tests/hot_path.rs`.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
@@ -213,6 +240,33 @@ fn work(x: u64) -> Result<u64, std::io::Error> {
 #[inline(never)]
 fn broken(_: u64) -> Result<u64, std::io::Error> {
     Err(std::io::Error::from(std::io::ErrorKind::ConnectionRefused))
+}
+
+/// Never set (stored `false` through `black_box` when `healthy` starts): `work_may_fail`
+/// fails when it is, so the compiler cannot prove that the tool always succeeds.
+static FAIL_NEVER: AtomicBool = AtomicBool::new(false);
+
+/// `work`, for a tool the compiler cannot see always succeeding: a real tool. Against `work`
+/// (which LLVM can prove always `Ok`, and whose failure arm it may then delete from the
+/// caller), it says what the generated method costs when its failure path is really there.
+#[inline(never)]
+fn work_may_fail(x: u64) -> Result<u64, std::io::Error> {
+    if FAIL_NEVER.load(Ordering::Relaxed) {
+        return broken(x);
+    }
+    work(x)
+}
+
+/// A toolbox around `work_may_fail` (the `healthy` row `.. #[toolbox] method, tool that may
+/// fail`).
+struct MayFail;
+
+#[toolbox(policy(threshold = 3, budget = 1_000_000, probe_every = 1_000_000))]
+impl MayFail {
+    #[tool(provides = "a cheap computation", fallback = "do it by hand")]
+    fn work(&self, x: u64) -> Result<u64, std::io::Error> {
+        work_may_fail(x)
+    }
 }
 
 /// A toolbox around `work`, for the generated path.
@@ -375,6 +429,18 @@ fn healthy(c: &mut Criterion) {
             black_box(guarded.work(black_box(x)).ok().map(|r| r.value))
         });
     });
+    FAIL_NEVER.store(black_box(false), Ordering::Relaxed);
+    let may_fail = GuardedMayFail::new(MayFail);
+    group.bench_function(
+        "circuit-breaker #[toolbox] method, tool that may fail",
+        |b| {
+            let mut x = 0u64;
+            b.iter(|| {
+                x = x.wrapping_add(1);
+                black_box(may_fail.work(black_box(x)).ok().map(|r| r.value))
+            });
+        },
+    );
     let recloser = recloser();
     group.bench_function("recloser 1.4", |b| {
         let mut x = 0u64;
@@ -1337,12 +1403,340 @@ fn json(c: &mut Criterion) {
     group.finish();
 }
 
+/// Issue 15's failing toolbox: `work` always fails and stays CLOSED (threshold and budget
+/// 1,000,000; a fresh toolbox per [`FAILURE_CHUNK`] failures, as in `failure`).
+mod failing {
+    use circuit_breaker::toolbox;
+
+    pub struct Failing;
+
+    #[toolbox(policy(
+        threshold = 1_000_000,
+        budget = 1_000_000,
+        probe_every = 1_000,
+        probe_unit = "steps"
+    ))]
+    impl Failing {
+        #[tool(provides = "a cheap computation", fallback = "do it by hand")]
+        fn work(&self, x: u64) -> Result<u64, std::io::Error> {
+            super::broken(x)
+        }
+    }
+}
+
+/// Issue 15's tools that do some work: `work` after spinning ~1 µs or ~100 µs (on the
+/// monotonic clock, so the time is the same whatever the CPU's frequency).
+mod spinning {
+    use std::time::{Duration, Instant};
+
+    use circuit_breaker::toolbox;
+
+    pub struct Spinning;
+
+    /// Spins for `d`, then does `work`.
+    #[inline(never)]
+    fn spin(x: u64, d: Duration) -> Result<u64, std::io::Error> {
+        let start = Instant::now();
+        while start.elapsed() < d {
+            std::hint::spin_loop();
+        }
+        super::work(x)
+    }
+
+    #[toolbox(policy(threshold = 3, budget = 1_000_000, probe_every = 1_000_000))]
+    impl Spinning {
+        #[tool(provides = "a 1 µs computation", fallback = "do it by hand")]
+        fn work_1us(&self, x: u64) -> Result<u64, std::io::Error> {
+            spin(x, Duration::from_micros(1))
+        }
+
+        #[tool(provides = "a 100 µs computation", fallback = "do it by hand")]
+        fn work_100us(&self, x: u64) -> Result<u64, std::io::Error> {
+            spin(x, Duration::from_micros(100))
+        }
+    }
+}
+
+/// The subscriber a row of the `telemetry` group runs under (issue 15).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Setup {
+    /// No subscriber at all (the default).
+    Off,
+    /// A registry with a fmt layer (to `io::sink`) filtered to WARN by a per-layer filter:
+    /// the global level hint is WARN, so our INFO spans are off by the level check.
+    WarnOnly,
+    /// A registry with a fmt layer (to `io::sink`) whose `Targets` filter wants every level
+    /// of another target (`agent`) and nothing of `circuit_breaker`: the level check passes,
+    /// the call site's interest (cached, `never`) turns our span away.
+    OtherTargets,
+    /// A registry and `tracing_opentelemetry::layer()` with an SDK tracer whose simple
+    /// processor exports each span, when it closes, into an exporter that drops it.
+    #[cfg(feature = "otel")]
+    Spans,
+    /// [`Setup::Spans`] with the bridge's optional work off: no code location, thread,
+    /// busy/idle time or context activation (`with_location(false)`, `with_threads(false)`,
+    /// `with_tracked_inactivity(false)`, `with_context_activation(false)`).
+    #[cfg(feature = "otel")]
+    LeanSpans,
+    /// A registry and `otel::Telemetry::layer()` alone (metrics from our spans), the SDK
+    /// meter provider's periodic reader set to an hour (never collected while measured).
+    #[cfg(feature = "otel")]
+    Metrics,
+    /// [`Setup::Spans`] and [`Setup::Metrics`] together: the issue's "telemetry on".
+    #[cfg(feature = "otel")]
+    SpansMetrics,
+}
+
+impl Setup {
+    /// Every setup, `Off` first: it runs before any subscriber has been registered.
+    const ALL: &[Setup] = &[
+        Setup::Off,
+        Setup::WarnOnly,
+        Setup::OtherTargets,
+        #[cfg(feature = "otel")]
+        Setup::Spans,
+        #[cfg(feature = "otel")]
+        Setup::LeanSpans,
+        #[cfg(feature = "otel")]
+        Setup::Metrics,
+        #[cfg(feature = "otel")]
+        Setup::SpansMetrics,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Setup::Off => "off",
+            Setup::WarnOnly => "subscriber, WARN filter",
+            Setup::OtherTargets => "subscriber, other targets only",
+            #[cfg(feature = "otel")]
+            Setup::Spans => "spans exported",
+            #[cfg(feature = "otel")]
+            Setup::LeanSpans => "spans exported, lean bridge",
+            #[cfg(feature = "otel")]
+            Setup::Metrics => "metrics only",
+            #[cfg(feature = "otel")]
+            Setup::SpansMetrics => "spans + metrics",
+        }
+    }
+
+    /// Whether the 1 µs and 100 µs tools run under this setup (off and telemetry on).
+    fn scale(self) -> bool {
+        match self {
+            Setup::Off => true,
+            #[cfg(feature = "otel")]
+            Setup::Spans | Setup::SpansMetrics => true,
+            _ => false,
+        }
+    }
+}
+
+/// A span exporter that keeps nothing: the SDK builds each span's data and hands it over;
+/// it is dropped at once.
+#[cfg(feature = "otel")]
+#[derive(Debug)]
+struct Discard;
+
+#[cfg(feature = "otel")]
+impl opentelemetry_sdk::trace::SpanExporter for Discard {
+    fn export(
+        &self,
+        batch: Vec<opentelemetry_sdk::trace::SpanData>,
+    ) -> impl Future<Output = opentelemetry_sdk::error::OTelSdkResult> + Send {
+        drop(black_box(batch));
+        std::future::ready(Ok(()))
+    }
+}
+
+/// A subscriber and the SDK providers behind it, kept alive while it is installed (a meter
+/// provider that is dropped shuts its instruments down).
+struct Installed {
+    dispatch: tracing::Dispatch,
+    #[cfg(feature = "otel")]
+    _providers: Option<(
+        opentelemetry_sdk::trace::SdkTracerProvider,
+        opentelemetry_sdk::metrics::SdkMeterProvider,
+    )>,
+}
+
+impl Installed {
+    fn plain(dispatch: tracing::Dispatch) -> Self {
+        Installed {
+            dispatch,
+            #[cfg(feature = "otel")]
+            _providers: None,
+        }
+    }
+}
+
+/// The subscriber of `setup` (`None` for [`Setup::Off`]); the metrics observe `expeditors`.
+fn install(setup: Setup, expeditors: &[&Expeditor]) -> Option<Installed> {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let sink = || tracing_subscriber::fmt::layer().with_writer(std::io::sink);
+    let registry = tracing_subscriber::registry;
+    match setup {
+        Setup::Off => {
+            let _ = expeditors;
+            None
+        }
+        Setup::WarnOnly => Some(Installed::plain(tracing::Dispatch::new(
+            registry().with(sink().with_filter(tracing_subscriber::filter::LevelFilter::WARN)),
+        ))),
+        Setup::OtherTargets => {
+            let targets = tracing_subscriber::filter::Targets::new()
+                .with_target("agent", tracing::Level::TRACE);
+            Some(Installed::plain(tracing::Dispatch::new(
+                registry().with(sink().with_filter(targets)),
+            )))
+        }
+        #[cfg(feature = "otel")]
+        Setup::Spans | Setup::LeanSpans | Setup::Metrics | Setup::SpansMetrics => {
+            use opentelemetry::metrics::MeterProvider as _;
+            use opentelemetry::trace::TracerProvider as _;
+            use opentelemetry_sdk::metrics::{
+                InMemoryMetricExporter, PeriodicReader, SdkMeterProvider,
+            };
+            use opentelemetry_sdk::trace::SdkTracerProvider;
+            let tracer_provider = SdkTracerProvider::builder()
+                .with_simple_exporter(Discard)
+                .build();
+            let reader = PeriodicReader::builder(InMemoryMetricExporter::default())
+                .with_interval(Duration::from_secs(3_600))
+                .build();
+            let meter_provider = SdkMeterProvider::builder().with_reader(reader).build();
+            let telemetry = circuit_breaker::otel::Telemetry::new(&meter_provider.meter("bench"));
+            for expeditor in expeditors {
+                telemetry.observe(expeditor);
+            }
+            let spans =
+                || tracing_opentelemetry::layer().with_tracer(tracer_provider.tracer("bench"));
+            let dispatch = match setup {
+                Setup::Spans => tracing::Dispatch::new(registry().with(spans())),
+                Setup::LeanSpans => tracing::Dispatch::new(
+                    registry().with(
+                        spans()
+                            .with_location(false)
+                            .with_threads(false)
+                            .with_tracked_inactivity(false)
+                            .with_context_activation(false),
+                    ),
+                ),
+                Setup::Metrics => tracing::Dispatch::new(registry().with(telemetry.layer())),
+                _ => tracing::Dispatch::new(registry().with(spans()).with(telemetry.layer())),
+            };
+            Some(Installed {
+                dispatch,
+                _providers: Some((tracer_provider, meter_provider)),
+            })
+        }
+    }
+}
+
+/// Runs `f` under `setup`'s subscriber, as this thread's default (not the global one), then
+/// drops it and rebuilds the call sites' cached interest, so that what follows sees no
+/// subscriber again (`LevelFilter::current()` back to OFF).
+fn with_setup(setup: Setup, expeditors: &[&Expeditor], f: impl FnOnce()) {
+    match install(setup, expeditors) {
+        None => {
+            assert_eq!(
+                tracing::level_filters::LevelFilter::current(),
+                tracing::level_filters::LevelFilter::OFF,
+                "`off` runs with no subscriber"
+            );
+            f();
+        }
+        Some(installed) => {
+            tracing::dispatcher::with_default(&installed.dispatch, f);
+            drop(installed);
+        }
+    }
+    tracing::callsite::rebuild_interest_cache();
+}
+
+/// Times `iters` failures of the failing toolbox's `work`: a fresh toolbox (built and
+/// dropped untimed) for every [`FAILURE_CHUNK`] failures, so it stays CLOSED with budget left.
+fn time_toolbox_failures(iters: u64) -> Duration {
+    let mut total = Duration::ZERO;
+    let mut done = 0;
+    while done < iters {
+        let n = (iters - done).min(FAILURE_CHUNK);
+        let guarded = failing::GuardedFailing::new(failing::Failing);
+        let start = Instant::now();
+        for x in done..done + n {
+            black_box(guarded.work(black_box(x)).is_err());
+        }
+        total += start.elapsed();
+        drop(guarded);
+        done += n;
+    }
+    total
+}
+
+/// Issue 15: what telemetry costs on a guarded call, each path under each [`Setup`], in one
+/// run: the `#[toolbox]` method of `healthy` (`healthy/<setup>`), the same method on an OPEN
+/// tool (`refusal/<setup>`), a failure on a CLOSED tool (`failure/<setup>`), and tools that
+/// work ~1 µs and ~100 µs (`tool 1 µs/<setup>`, `tool 100 µs/<setup>`). Printed before each
+/// setup's rows: `alloc/telemetry, healthy call, <setup>: N allocations, B bytes per call`.
+fn telemetry(c: &mut Criterion) {
+    let mut group = c.benchmark_group("telemetry");
+    let healthy = GuardedBench::new(Bench);
+    let refusing = refusing::open();
+    let spinning = spinning::GuardedSpinning::new(spinning::Spinning);
+    for &setup in Setup::ALL {
+        let label = setup.label();
+        let observed = [
+            healthy.expeditor(),
+            refusing.expeditor(),
+            spinning.expeditor(),
+        ];
+        with_setup(setup, &observed, || {
+            print_allocations(&format!("telemetry, healthy call, {label}"), 1_000, |x| {
+                black_box(healthy.work(black_box(x)).ok().map(|r| r.value));
+            });
+            group.bench_function(BenchmarkId::new("healthy", label), |b| {
+                let mut x = 0u64;
+                b.iter(|| {
+                    x = x.wrapping_add(1);
+                    black_box(healthy.work(black_box(x)).ok().map(|r| r.value))
+                });
+            });
+            group.bench_function(BenchmarkId::new("refusal", label), |b| {
+                let mut x = 0u64;
+                b.iter(|| {
+                    x = x.wrapping_add(1);
+                    black_box(refusing.work(black_box(x)).is_err())
+                });
+            });
+            group.bench_function(BenchmarkId::new("failure", label), |b| {
+                b.iter_custom(time_toolbox_failures);
+            });
+            if setup.scale() {
+                group.bench_function(BenchmarkId::new("tool 1 µs", label), |b| {
+                    let mut x = 0u64;
+                    b.iter(|| {
+                        x = x.wrapping_add(1);
+                        black_box(spinning.work_1us(black_box(x)).ok().map(|r| r.value))
+                    });
+                });
+                group.bench_function(BenchmarkId::new("tool 100 µs", label), |b| {
+                    let mut x = 0u64;
+                    b.iter(|| {
+                        x = x.wrapping_add(1);
+                        black_box(spinning.work_100us(black_box(x)).ok().map(|r| r.value))
+                    });
+                });
+            }
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
     targets = healthy, rejected, contended, step_healthy, step_contended, clock, fleet,
-        failure, memory, decide_scale, json
+        failure, memory, decide_scale, json, telemetry
 }
 criterion_main!(benches);
