@@ -696,7 +696,10 @@ fn handle_method(checked: &Checked<'_>, tool: &CheckedTool<'_>, enum_ident: &Ide
     let refuse = if stale {
         quote!(_cb::__private::serve_stale(__cb_refusal, &self.#stale_field, __cb_args))
     } else {
-        quote!(_cb::__private::refused(__cb_refusal))
+        quote!({
+            _cb::__private::trace_refusal(&__cb_refusal);
+            _cb::__private::Err(_cb::__private::CallError::Refused(__cb_refusal))
+        })
     };
     let none = quote!(_cb::__private::None);
     let prechecks = prechecks(checked, tool, enum_ident);

@@ -5,7 +5,7 @@ use std::fmt;
 pub use crate::capability::{AlternativeSpec, CapabilityMap, Degradation, ToolSpec};
 pub use crate::executor::{
     CallError, Freshen, Plan, Routed, finish, finish_dated, finish_fresh, keep_last_good, plan,
-    plan_direct, refuse, refused, serve_stale,
+    plan_direct, refuse, serve_stale, trace_refusal,
 };
 pub use crate::expeditor::{Decision, Expeditor, ExpeditorBuilder, ToolId};
 pub use crate::failure::{Classify, Failure};

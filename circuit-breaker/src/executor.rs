@@ -579,7 +579,9 @@ pub fn finish_dated<T, E>(
             };
             match &route {
                 Some(route) => crate::telemetry::routed(route, &freshness),
-                None if freshness != Freshness::Fresh => crate::telemetry::labelled(&freshness),
+                None if !matches!(freshness, Freshness::Fresh) => {
+                    crate::telemetry::labelled(&freshness)
+                }
                 None => {}
             }
             Ok(Routed {
@@ -663,15 +665,15 @@ pub fn finish_fresh<T, E>(
     Ok(routed)
 }
 
-/// A refusal as a guarded call returns it, recorded on the call's span (B12): `error.type`
-/// and the `refused` (or `budget_pause`, `systemic_pause`) event.
-///
-/// # Errors
-/// Always: the refusal.
+/// Records a refusal a guarded call is about to return on the call's span (B12):
+/// `error.type` and the `refused` (or `budget_pause`, `systemic_pause`) event. A side call,
+/// out of line: the caller builds its `Err` in place, so the healthy path's `Result` never
+/// has its address taken (an out-of-line function writing the return value would keep it in
+/// memory on every path).
 #[cold]
-pub fn refused<T, E>(refusal: Refusal) -> Result<Routed<T>, CallError<E>> {
+#[inline(never)]
+pub fn trace_refusal(refusal: &Refusal) {
     crate::telemetry::refused(refusal.reason(), refusal.state(), || refusal.route());
-    Err(CallError::Refused(refusal))
 }
 
 /// Keeps a good result of the tool itself as the last good result for its arguments, for
@@ -720,7 +722,10 @@ pub fn serve_stale<T: Clone, E>(
             })),
             freshness: Freshness::Stale { retrieved_at: at },
         })),
-        None => refused(refusal),
+        None => {
+            trace_refusal(&refusal);
+            Err(CallError::Refused(refusal))
+        }
     }
 }
 

@@ -49,8 +49,8 @@
 //! assert_eq!(answer.unwrap().value, "hello");
 //! ```
 //!
-//! When no subscriber wants the span, a guarded call pays two relaxed loads for it (the
-//! level filter, the call site's interest): see BENCHMARKS.md.
+//! When no subscriber wants the span, a guarded call pays a check of the level filter and of
+//! one call site's cached interest for it, and runs without a span: see BENCHMARKS.md.
 
 use std::cell::Cell;
 use std::fmt;
@@ -254,7 +254,7 @@ fn offer(span: &Span) {
 /// wants it.
 #[inline]
 pub(crate) fn call_span(tool: &str, tool_type: &'static str) -> Span {
-    if !tracing::level_enabled!(tracing::Level::INFO) {
+    if !wanted() {
         return Span::none();
     }
     open(tool, tool_type).0
@@ -273,11 +273,13 @@ fn open(tool: &str, tool_type: &'static str) -> (Span, bool) {
     (execute_tool_span!(tool, tool_type), false)
 }
 
-/// Whether a (cheap, static) check says a subscriber may want our spans or events: the
-/// paths that record into the current span ask this first.
+/// Whether a subscriber may want our spans or events: the level filter, then the cached
+/// interest of one call site of our target at INFO. Not the level filter alone: with no
+/// subscriber at all `tracing` sets it to TRACE (`NoSubscriber` gives no hint), so it would
+/// say yes on every call.
 #[inline]
-fn wanted() -> bool {
-    tracing::level_enabled!(tracing::Level::INFO)
+pub(crate) fn wanted() -> bool {
+    tracing::enabled!(target: "circuit_breaker", tracing::Level::INFO)
 }
 
 /// The current span, if it is a call's `execute_tool` span.

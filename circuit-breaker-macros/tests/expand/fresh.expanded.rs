@@ -318,7 +318,12 @@ const _: () = {
                         _cb::__private::ToolId::from(IndexTool::Lookup),
                         &__cb_decision,
                     );
-                    _cb::__private::refused(__cb_refusal)
+                    {
+                        _cb::__private::trace_refusal(&__cb_refusal);
+                        _cb::__private::Err(
+                            _cb::__private::CallError::Refused(__cb_refusal),
+                        )
+                    }
                 }
             }
         }

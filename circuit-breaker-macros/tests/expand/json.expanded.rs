@@ -290,7 +290,8 @@ const _: () = {
                     )
                 }
                 _cb::__private::Plan::Refuse(__cb_refusal) => {
-                    _cb::__private::refused(__cb_refusal)
+                    _cb::__private::trace_refusal(&__cb_refusal);
+                    _cb::__private::Err(_cb::__private::CallError::Refused(__cb_refusal))
                 }
             }
         }
@@ -332,7 +333,12 @@ const _: () = {
                                     _cb::__private::ToolId::from(WorkspaceTool::Bash),
                                     &__cb_decision,
                                 );
-                                _cb::__private::refused(__cb_refusal)
+                                {
+                                    _cb::__private::trace_refusal(&__cb_refusal);
+                                    _cb::__private::Err(
+                                        _cb::__private::CallError::Refused(__cb_refusal),
+                                    )
+                                }
                             }
                         }
                     },
@@ -374,7 +380,12 @@ const _: () = {
                         _cb::__private::ToolId::from(WorkspaceTool::Now),
                         &__cb_decision,
                     );
-                    _cb::__private::refused(__cb_refusal)
+                    {
+                        _cb::__private::trace_refusal(&__cb_refusal);
+                        _cb::__private::Err(
+                            _cb::__private::CallError::Refused(__cb_refusal),
+                        )
+                    }
                 }
             }
         }

@@ -283,7 +283,8 @@ const _: () = {
                     )
                 }
                 _cb::__private::Plan::Refuse(__cb_refusal) => {
-                    _cb::__private::refused(__cb_refusal)
+                    _cb::__private::trace_refusal(&__cb_refusal);
+                    _cb::__private::Err(_cb::__private::CallError::Refused(__cb_refusal))
                 }
             }
         }
@@ -324,7 +325,12 @@ const _: () = {
                         _cb::__private::ToolId::from(WorkspaceTool::Bash),
                         &__cb_decision,
                     );
-                    _cb::__private::refused(__cb_refusal)
+                    {
+                        _cb::__private::trace_refusal(&__cb_refusal);
+                        _cb::__private::Err(
+                            _cb::__private::CallError::Refused(__cb_refusal),
+                        )
+                    }
                 }
             }
         }
@@ -365,7 +371,12 @@ const _: () = {
                                     _cb::__private::ToolId::from(WorkspaceTool::WebSearch),
                                     &__cb_decision,
                                 );
-                                _cb::__private::refused(__cb_refusal)
+                                {
+                                    _cb::__private::trace_refusal(&__cb_refusal);
+                                    _cb::__private::Err(
+                                        _cb::__private::CallError::Refused(__cb_refusal),
+                                    )
+                                }
                             }
                         }
                     },
