@@ -580,7 +580,7 @@ pub fn finish_dated<T, E>(
             match &route {
                 Some(route) => crate::telemetry::routed(route, &freshness),
                 None if !matches!(freshness, Freshness::Fresh) => {
-                    crate::telemetry::labelled(&freshness)
+                    crate::telemetry::labelled(&freshness);
                 }
                 None => {}
             }
@@ -706,27 +706,25 @@ pub fn serve_stale<T: Clone, E>(
         refusal.reason(),
         SkipReason::Open | SkipReason::ProbeInFlight | SkipReason::Unavailable
     );
-    match cache.recall(args).filter(|_| eligible) {
-        Some((value, at)) => Ok(stale_answer(Routed {
-            value,
-            route: Some(Box::new(RouteTaken {
-                from: refusal.tool().to_owned(),
-                kind: crate::route::RouteKind::Stale,
-                to: None,
-                method: None,
-                degradation: Some(format!(
-                    "last good result, retrieved at {at}; may not reflect current state"
-                )),
-                severity: crate::capability::Severity::High,
-                fallback: None,
-            })),
-            freshness: Freshness::Stale { retrieved_at: at },
+    let Some((value, at)) = cache.recall(args).filter(|_| eligible) else {
+        trace_refusal(&refusal);
+        return Err(CallError::Refused(refusal));
+    };
+    Ok(stale_answer(Routed {
+        value,
+        route: Some(Box::new(RouteTaken {
+            from: refusal.tool().to_owned(),
+            kind: crate::route::RouteKind::Stale,
+            to: None,
+            method: None,
+            degradation: Some(format!(
+                "last good result, retrieved at {at}; may not reflect current state"
+            )),
+            severity: crate::capability::Severity::High,
+            fallback: None,
         })),
-        None => {
-            trace_refusal(&refusal);
-            Err(CallError::Refused(refusal))
-        }
-    }
+        freshness: Freshness::Stale { retrieved_at: at },
+    }))
 }
 
 /// A last good result served for a refused call, recorded as its route (B12).
