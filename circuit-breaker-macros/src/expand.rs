@@ -762,8 +762,7 @@ fn handle_method(checked: &Checked<'_>, tool: &CheckedTool<'_>, enum_ident: &Ide
         }
     } else {
         quote! {
-            let __cb_span = _cb::__private::call_span(#name);
-            let __cb_entered = _cb::__private::Span::enter(&__cb_span);
+            let __cb_scope = _cb::__private::CallScope::enter(#name);
             #body
         }
     };

@@ -152,6 +152,51 @@ pub fn expeditor(builder: ExpeditorBuilder) -> Expeditor {
     builder.build_checked()
 }
 
+/// The `execute_tool` span a sync guarded method of a toolbox runs in (B12), entered while
+/// the scope lives. One pointer, null when no subscriber wants the span: the method inlines
+/// only the level filter's load, a null test, and two out-of-line calls on the branch where
+/// a subscriber listens (a `Span` and its guard inline would widen the healthy path's frame
+/// and registers: BENCHMARKS.md, issue 15).
+pub struct CallScope(Option<Box<Span>>);
+
+impl CallScope {
+    /// Opens and enters the call's span when a subscriber may want it.
+    #[inline]
+    pub fn enter(tool: &'static str) -> Self {
+        if tracing::level_enabled!(tracing::Level::INFO) {
+            CallScope::enter_span(tool)
+        } else {
+            CallScope(None)
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn enter_span(tool: &'static str) -> Self {
+        let span = crate::telemetry::call_span(tool, "function");
+        if span.is_disabled() {
+            return CallScope(None);
+        }
+        span.with_subscriber(|(id, dispatch)| dispatch.enter(id));
+        CallScope(Some(Box::new(span)))
+    }
+}
+
+impl Drop for CallScope {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(span) = self.0.take() {
+            exit_span(&span);
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn exit_span(span: &Span) {
+    span.with_subscriber(|(id, dispatch)| dispatch.exit(id));
+}
+
 /// The `execute_tool` span a guarded method of a toolbox runs in (B12): the one an outer
 /// layer opened for the call, else a new one; disabled when no subscriber wants it.
 #[inline]

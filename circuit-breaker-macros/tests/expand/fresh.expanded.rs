@@ -212,8 +212,7 @@ const _: () = {
             &self,
             query: &str,
         ) -> _cb::__private::Outcome<Result<Vec<String>, std::io::Error>> {
-            let __cb_span = _cb::__private::call_span("search");
-            let __cb_entered = _cb::__private::Span::enter(&__cb_span);
+            let __cb_scope = _cb::__private::CallScope::enter("search");
             let __cb_args: u64 = _cb::__private::digest(&(&query,));
             if self.expeditor.should_precheck(IndexTool::Search) {
                 let __cb_availability = _cb::__private::IntoAvailability::into_availability(
@@ -281,8 +280,7 @@ const _: () = {
             &self,
             key: u64,
         ) -> _cb::__private::Outcome<Result<u64, std::io::Error>> {
-            let __cb_span = _cb::__private::call_span("lookup");
-            let __cb_entered = _cb::__private::Span::enter(&__cb_span);
+            let __cb_scope = _cb::__private::CallScope::enter("lookup");
             let __cb_freshen: _cb::__private::Freshen<
                 <Result<u64, std::io::Error> as _cb::__private::ToolResult>::Ok,
             > = _cb::__private::Freshen {

@@ -240,8 +240,7 @@ const _: () = {
             pattern: &str,
             under: Option<&str>,
         ) -> _cb::__private::Outcome<Result<Vec<String>, std::io::Error>> {
-            let __cb_span = _cb::__private::call_span("grep");
-            let __cb_entered = _cb::__private::Span::enter(&__cb_span);
+            let __cb_scope = _cb::__private::CallScope::enter("grep");
             match _cb::__private::plan(
                 &self.expeditor,
                 WorkspaceTool::Grep,
@@ -351,8 +350,7 @@ const _: () = {
         #[inline(always)]
         #[allow(clippy::inline_always)]
         pub fn now(&self) -> _cb::__private::Outcome<Result<u64, std::io::Error>> {
-            let __cb_span = _cb::__private::call_span("now");
-            let __cb_entered = _cb::__private::Span::enter(&__cb_span);
+            let __cb_scope = _cb::__private::CallScope::enter("now");
             match self.expeditor.decide(WorkspaceTool::Now) {
                 _cb::__private::Decision::Call(__cb_ticket)
                 | _cb::__private::Decision::Probe(__cb_ticket) => {

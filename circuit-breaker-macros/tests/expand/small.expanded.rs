@@ -233,8 +233,7 @@ const _: () = {
             &self,
             pattern: &str,
         ) -> _cb::__private::Outcome<Result<Vec<String>, std::io::Error>> {
-            let __cb_span = _cb::__private::call_span("grep");
-            let __cb_entered = _cb::__private::Span::enter(&__cb_span);
+            let __cb_scope = _cb::__private::CallScope::enter("grep");
             match _cb::__private::plan(
                 &self.expeditor,
                 WorkspaceTool::Grep,
@@ -296,8 +295,7 @@ const _: () = {
             &self,
             command: &str,
         ) -> _cb::__private::Outcome<Result<String, std::io::Error>> {
-            let __cb_span = _cb::__private::call_span("bash");
-            let __cb_entered = _cb::__private::Span::enter(&__cb_span);
+            let __cb_scope = _cb::__private::CallScope::enter("bash");
             match self.expeditor.decide(WorkspaceTool::Bash) {
                 _cb::__private::Decision::Call(__cb_ticket)
                 | _cb::__private::Decision::Probe(__cb_ticket) => {
