@@ -4,7 +4,7 @@ use std::fmt;
 
 pub use crate::capability::{AlternativeSpec, CapabilityMap, Degradation, ToolSpec};
 pub use crate::executor::{
-    CallError, Freshen, Plan, Routed, finish, finish_dated, finish_fresh, keep_last_good, plan,
+    CallError, Freshen, Plan, Routed, finish_dated, finish_fresh, keep_last_good, plan,
     plan_direct, refuse, serve_stale, trace_refusal,
 };
 pub use crate::expeditor::{Decision, Expeditor, ExpeditorBuilder, ToolId};
@@ -18,7 +18,8 @@ pub use core::option::Option::{None, Some};
 pub use core::result::Result::{Err, Ok};
 pub use serde;
 pub use std::string::String;
-pub use tracing::{Instrument, Span};
+pub use tracing::Instrument;
+use tracing::Span;
 
 /// A policy from values the macro has already checked (each at least 1). Zero never reaches
 /// here; if it did, it would be raised to 1 rather than panic. Kept for expansions of earlier

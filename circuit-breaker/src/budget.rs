@@ -245,7 +245,8 @@ impl Budget {
     /// Folds the last `runs[i].1` failures of each tool `runs[i].0` into one systemic event,
     /// written down as one line and charged once (R9.4). Returns whether the budget is spent
     /// after the fold. A run longer than the lines kept folds the tool's dropped pending
-    /// lines too; dropped charged lines stay charged (they are counted, not named).
+    /// lines too; dropped charged lines stay charged (they are counted, not named). `line` is
+    /// the event's own line ([`LedgerEntry::event`]); whether it is charged is the fold's.
     pub(crate) fn fold(&mut self, runs: &[(&str, u32)], line: LedgerEntry) -> bool {
         for &(tool, count) in runs {
             let mut left = count;
@@ -273,11 +274,7 @@ impl Budget {
             }
         }
         let charged = self.take_one();
-        self.write(LedgerEntry {
-            charged,
-            event: true,
-            ..line
-        });
+        self.write(LedgerEntry { charged, ..line });
         self.consumed >= self.limit
     }
 

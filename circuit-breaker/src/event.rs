@@ -6,6 +6,20 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+/// The [`kind`](Event::kind)s of the events that change a circuit's state: those with a
+/// [`state_after`](Event::state_after).
+#[cfg(any(feature = "otel", test))]
+pub(crate) const TRANSITION_KINDS: [&str; 8] = [
+    "opened",
+    "half_opened",
+    "closed",
+    "reopened",
+    "shared_opened",
+    "shared_closed",
+    "server_down",
+    "server_up",
+];
+
 /// Something the expeditor did that an operator may want to see or count.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -191,7 +205,8 @@ impl Event {
         }
     }
 
-    /// The tool's state after the event, for a transition (`OPEN` after `opened`, ...).
+    /// The tool's state after the event, for a transition (`OPEN` after `opened`, ...): the
+    /// events of the transition kinds the metrics count.
     pub fn state_after(&self) -> Option<crate::CircuitState> {
         use crate::CircuitState;
         match self {
@@ -399,5 +414,87 @@ where
 {
     fn on_event(&self, event: &Event) {
         self(event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The transition kinds are exactly the events with a state after them.
+    #[test]
+    fn transition_kinds_are_the_events_with_a_state_after() {
+        let tool = || "grep".to_owned();
+        let tools = || vec!["grep".to_owned()];
+        let events = [
+            Event::Opened {
+                tool: tool(),
+                consecutive_failures: 3,
+                message: "x".into(),
+            },
+            Event::HalfOpened { tool: tool() },
+            Event::Closed { tool: tool() },
+            Event::Reopened {
+                tool: tool(),
+                consecutive_failures: 4,
+                message: "x".into(),
+            },
+            Event::ProbeReleased { tool: tool() },
+            Event::BudgetExhausted {
+                consumed: 5,
+                limit: 5,
+            },
+            Event::CycleStarted { cycle: 2 },
+            Event::ToolDiscovered { tool: tool() },
+            Event::Systemic {
+                pattern: "p".into(),
+                cause: "network".into(),
+                tools: tools(),
+            },
+            Event::RecoveryConfirmed,
+            Event::AvailabilityChanged {
+                tool: tool(),
+                availability: "AVAILABLE".into(),
+            },
+            Event::SubTaskDeferred {
+                number: 1,
+                reason: "r".into(),
+            },
+            Event::ServerDown {
+                server: "s".into(),
+                tools: tools(),
+                message: "x".into(),
+            },
+            Event::ServerUp {
+                server: "s".into(),
+                tools: tools(),
+            },
+            Event::SharedOpened {
+                tool: tool(),
+                worker: "w".into(),
+                message: "x".into(),
+            },
+            Event::SharedClosed { tool: tool() },
+            Event::StoreUnavailable {
+                store: "r".into(),
+                message: "x".into(),
+            },
+            Event::StoreRestored { store: "r".into() },
+            Event::Restored { tools: 1, step: 1 },
+        ];
+        for event in &events {
+            assert_eq!(
+                event.state_after().is_some(),
+                TRANSITION_KINDS.contains(&event.kind()),
+                "{}",
+                event.kind()
+            );
+        }
+        let listed = events.iter().filter(|e| e.state_after().is_some()).count();
+        assert_eq!(
+            listed,
+            TRANSITION_KINDS.len(),
+            "every kind listed has an event"
+        );
     }
 }

@@ -475,36 +475,13 @@ pub fn refuse(expeditor: &Expeditor, tool: ToolId, decision: &Decision<'_>) -> R
 }
 
 /// Records a call's outcome through its ticket and shapes the answer: the value with its
-/// route, or the tool's error untouched with what recording it did.
+/// route, or the tool's error untouched with what recording it did. The route's telemetry is
+/// the caller's ([`finish_dated`], [`finish_fresh`]: they know the value's label).
 ///
 /// # Errors
 /// [`CallError::Failed`] when `result` is an error; `failure` describes it for the breaker.
 #[inline]
-pub fn finish<T, E>(
-    ticket: Ticket<'_>,
-    route: Option<Box<RouteTaken>>,
-    result: Result<T, E>,
-    failure: fn(&E) -> Failure,
-) -> Result<Routed<T>, CallError<E>> {
-    match result {
-        Ok(value) => {
-            ticket.success();
-            if let Some(route) = &route {
-                crate::telemetry::routed(route, &Freshness::Fresh);
-            }
-            Ok(Routed {
-                value,
-                route,
-                freshness: Freshness::Fresh,
-            })
-        }
-        Err(error) => Err(failed(ticket, route, error, failure)),
-    }
-}
-
-/// [`finish`] without its telemetry: [`finish_fresh`] reports the route with the label.
-#[inline]
-fn finish_quiet<T, E>(
+fn finish<T, E>(
     ticket: Ticket<'_>,
     route: Option<Box<RouteTaken>>,
     result: Result<T, E>,
@@ -535,10 +512,7 @@ fn failed<E>(
     failure: fn(&E) -> Failure,
 ) -> CallError<E> {
     let tool = ticket.tool_name().to_owned();
-    let failure = failure(&error);
-    crate::telemetry::failing(&failure);
-    let recorded = ticket.failure(failure);
-    crate::telemetry::recorded(&recorded);
+    let recorded = crate::telemetry::traced_failure(failure(&error), |f| ticket.failure(f));
     CallError::Failed {
         tool,
         error,
@@ -639,7 +613,7 @@ pub fn finish_fresh<T, E>(
     failure: fn(&E) -> Failure,
     freshen: &Freshen<T>,
 ) -> Result<Routed<T>, CallError<E>> {
-    let mut routed = finish_quiet(ticket, route, result, failure)?;
+    let mut routed = finish(ticket, route, result, failure)?;
     let output = (freshen.digest)(&routed.value);
     let data_time = (freshen.dated)(&routed.value);
     let compared = freshen.args.is_some() && output.is_some();

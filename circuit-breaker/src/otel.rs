@@ -167,32 +167,12 @@ const TOOL: &str = "circuit_breaker.tool";
 const TOOLS: &str = "circuit_breaker.tools";
 const CAUSE: &str = "circuit_breaker.systemic.cause";
 
-/// `error.type` values that say a call was not made (counted in
-/// [`REJECTIONS`](metric::REJECTIONS)).
-const REFUSALS: [ErrorType; 7] = [
-    ErrorType::CircuitOpen,
-    ErrorType::ProbeInFlight,
-    ErrorType::ToolUnavailable,
-    ErrorType::SubtaskDeferred,
-    ErrorType::BudgetExhausted,
-    ErrorType::SystemicPause,
-    ErrorType::NothingAchievable,
-];
 /// The conventions' `error.type` for a value outside the vocabulary.
 const OTHER: &str = "_OTHER";
 
-/// Engine event kinds that change a circuit's state (counted in
-/// [`TRANSITIONS`](metric::TRANSITIONS)).
-const TRANSITION_KINDS: [&str; 8] = [
-    "opened",
-    "half_opened",
-    "closed",
-    "reopened",
-    "shared_opened",
-    "shared_closed",
-    "server_down",
-    "server_up",
-];
+// Engine event kinds that change a circuit's state (counted in
+// `metric::TRANSITIONS`).
+use crate::event::TRANSITION_KINDS;
 
 /// The metrics of the breakers and of the generative-AI conventions, made from one
 /// [`Meter`]. A clone is the same telemetry (its instruments and observed expeditors are
@@ -487,10 +467,7 @@ fn text(value: &dyn fmt::Debug) -> String {
 
 /// `value` if it is in the `error.type` vocabulary, else `_OTHER`.
 fn error_type(value: &str) -> &'static str {
-    ErrorType::ALL
-        .into_iter()
-        .find(|known| *known == value)
-        .unwrap_or(OTHER)
+    ErrorType::parse(value).map_or(OTHER, ErrorType::as_str)
 }
 
 /// A low-cardinality word of ours (a route, a state): static when known.
@@ -576,11 +553,8 @@ where
         if !TRANSITION_KINDS.contains(&kind) {
             return;
         }
-        let state = fields.state.or(match kind {
-            "server_down" => Some("open"),
-            "server_up" => Some("closed"),
-            _ => None,
-        });
+        // Every transition says the state after it (`Event::state_after`).
+        let state = fields.state;
         let count = |tool: StringValue| {
             let tool = KeyValue::new(TOOL_NAME, tool);
             let state = state.map(|state| KeyValue::new(STATE, state));
@@ -657,9 +631,7 @@ fn with_attributes(
 
 /// Whether an `error.type` says the call was not made.
 fn is_refusal(error_type: &str) -> bool {
-    REFUSALS
-        .iter()
-        .any(|refusal| refusal.as_str() == error_type)
+    ErrorType::parse(error_type).is_some_and(ErrorType::is_refusal)
 }
 
 /// What the layer reads of an event: an engine event's kind, tool(s), state and cause.
@@ -715,6 +687,15 @@ mod tests {
     #[test]
     fn refusals_are_the_error_types_that_say_so() {
         use crate::FailureCategory as F;
+        const REFUSALS: [ErrorType; 7] = [
+            ErrorType::CircuitOpen,
+            ErrorType::ProbeInFlight,
+            ErrorType::ToolUnavailable,
+            ErrorType::SubtaskDeferred,
+            ErrorType::BudgetExhausted,
+            ErrorType::SystemicPause,
+            ErrorType::NothingAchievable,
+        ];
         let failures = [
             F::Network,
             F::Filesystem,

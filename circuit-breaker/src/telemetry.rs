@@ -152,24 +152,43 @@ impl ErrorType {
         )
     }
 
-    /// Every value, in the order above (for documentation and dashboards).
-    pub const ALL: [&'static str; 15] = [
-        "network",
-        "filesystem",
-        "permission",
-        "timeout",
-        "not_found",
-        "other",
-        "circuit_open",
-        "probe_in_flight",
-        "tool_unavailable",
-        "subtask_deferred",
-        "budget_exhausted",
-        "systemic_pause",
-        "nothing_achievable",
-        "unknown_tool",
-        "invalid_arguments",
+    /// Every error type, in the order of [`as_str`](Self::as_str)'s list.
+    const VARIANTS: [ErrorType; 15] = [
+        ErrorType::Failed(FailureCategory::Network),
+        ErrorType::Failed(FailureCategory::Filesystem),
+        ErrorType::Failed(FailureCategory::Permission),
+        ErrorType::Failed(FailureCategory::Timeout),
+        ErrorType::Failed(FailureCategory::NotFound),
+        ErrorType::Failed(FailureCategory::Other),
+        ErrorType::CircuitOpen,
+        ErrorType::ProbeInFlight,
+        ErrorType::ToolUnavailable,
+        ErrorType::SubtaskDeferred,
+        ErrorType::BudgetExhausted,
+        ErrorType::SystemicPause,
+        ErrorType::NothingAchievable,
+        ErrorType::UnknownTool,
+        ErrorType::InvalidArguments,
     ];
+
+    /// Every value, in the order above (for documentation and dashboards).
+    pub const ALL: [&'static str; 15] = {
+        let mut all = [""; 15];
+        let mut i = 0;
+        while i < all.len() {
+            all[i] = ErrorType::VARIANTS[i].as_str();
+            i += 1;
+        }
+        all
+    };
+
+    /// The error type spelled `value`, if it is one of [`ALL`](Self::ALL).
+    #[cfg(feature = "otel")]
+    pub(crate) fn parse(value: &str) -> Option<ErrorType> {
+        ErrorType::VARIANTS
+            .into_iter()
+            .find(|known| known.as_str() == value)
+    }
 }
 
 impl fmt::Display for ErrorType {
@@ -276,9 +295,9 @@ fn open(tool: &str, tool_type: &'static str) -> (Span, bool) {
 }
 
 /// Whether a subscriber may want our spans or events: the level filter, then the cached
-/// interest of one call site of our target at INFO. Not the level filter alone: with no
-/// subscriber at all `tracing` sets it to TRACE (`NoSubscriber` gives no hint), so it would
-/// say yes on every call.
+/// interest of one call site of our target at INFO. Not the level filter alone: a subscriber
+/// that wants INFO of other targets only passes it, and would cost every refusal and failure
+/// a current-span lookup.
 ///
 /// Only the level filter's load is inlined: the interest check, with its dispatcher lookup
 /// for a subscriber that may want the call, is out of line, so that a guarded method that
@@ -303,27 +322,28 @@ fn current_call() -> Option<Span> {
     ours.then_some(span)
 }
 
-/// Records a failure on the current call's span before it is recorded: `error.type` and the
-/// status.
-#[cold]
-pub(crate) fn failing(failure: &Failure) {
+/// Records a failure through `record` (the ticket's), and on the current call's span what it
+/// was and did: `error.type`, the status, the state and the budget after it. When no
+/// subscriber wants the span, this is `record(failure)` and nothing else.
+pub(crate) fn traced_failure(
+    failure: Failure,
+    record: impl FnOnce(Failure) -> crate::engine::Recorded,
+) -> crate::engine::Recorded {
     if !wanted() {
-        return;
+        return record(failure);
     }
+    let kept = failure.clone();
+    let recorded = record(failure);
+    failed(&kept, &recorded);
+    recorded
+}
+
+#[cold]
+fn failed(failure: &Failure, recorded: &crate::engine::Recorded) {
     let Some(span) = current_call() else { return };
     span.record("error.type", ErrorType::Failed(failure.category()).as_str());
     span.record("otel.status_code", "error");
     span.record("otel.status_description", failure.message());
-}
-
-/// Records what recording a failure did on the current call's span: the state and the
-/// budget after it.
-#[cold]
-pub(crate) fn recorded(recorded: &crate::engine::Recorded) {
-    if !wanted() {
-        return;
-    }
-    let Some(span) = current_call() else { return };
     span.record("circuit_breaker.state", state_name(recorded.state));
     span.record(
         "circuit_breaker.budget.remaining",
@@ -478,36 +498,20 @@ pub(crate) fn mistake(tool: &str, error: ErrorType, why: &str) {
     span.record("otel.status_description", why);
 }
 
-/// Records what an MCP layer knows on the current call's span.
+/// Records what an MCP server knows of a `tools/call` on its span.
 #[cfg(feature = "mcp")]
-pub(crate) fn record_mcp(
-    span: &Span,
-    session: Option<&str>,
-    protocol: Option<&str>,
-    request: Option<&str>,
-    transport: Option<&str>,
-) {
-    if span.is_disabled() {
-        return;
-    }
+pub(crate) fn record_mcp(span: &Span, protocol: Option<&str>, request: &str) {
     span.record("mcp.method.name", "tools/call");
-    if let Some(session) = session {
-        span.record("mcp.session.id", session);
-    }
     if let Some(protocol) = protocol {
         span.record("mcp.protocol.version", protocol);
     }
-    if let Some(request) = request {
-        span.record("jsonrpc.request.id", request);
-    }
-    if let Some(transport) = transport {
-        span.record("network.transport", transport);
-    }
+    span.record("jsonrpc.request.id", request);
 }
 
-/// The MCP client's span for a call of `tool` on `server`: `gen_ai.tool.type = extension`.
+/// The MCP client's span for a call of `tool` on `server` (reached over `transport`, when
+/// known): `gen_ai.tool.type = extension`, `mcp.method.name = tools/call`.
 #[cfg(feature = "mcp")]
-pub(crate) fn mcp_client_span(tool: &str, server: &str) -> Span {
+pub(crate) fn mcp_client_span(tool: &str, server: &str, transport: Option<&str>) -> Span {
     if !wanted() {
         return Span::none();
     }
@@ -516,6 +520,10 @@ pub(crate) fn mcp_client_span(tool: &str, server: &str) -> Span {
         span.record("gen_ai.tool.type", "extension");
     }
     span.record("circuit_breaker.server", server);
+    span.record("mcp.method.name", "tools/call");
+    if let Some(transport) = transport {
+        span.record("network.transport", transport);
+    }
     // What the call itself finds (a model's mistake) records into this span.
     offer(&span);
     span

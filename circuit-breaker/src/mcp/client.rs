@@ -992,17 +992,24 @@ impl Inner {
     /// A call in its `execute_tool` span (B12), with the MCP attributes: `gen_ai.tool.type`
     /// `extension`, `mcp.method.name` `tools/call`, the server and its transport.
     async fn dispatch(&self, name: &str, arguments: Value) -> Reply {
-        let server = self.entry(name).map(|entry| &self.servers[entry.server]);
-        let span = crate::telemetry::mcp_client_span(name, server.map_or("", |s| s.name.as_str()));
-        if !span.is_disabled() {
-            crate::telemetry::record_mcp(&span, None, None, None, server.and_then(|s| s.transport));
-        }
-        tracing::Instrument::instrument(self.dispatch_guarded(name, arguments), span).await
+        let entry = self.entry(name);
+        let server = entry.as_ref().map(|entry| &self.servers[entry.server]);
+        let span = crate::telemetry::mcp_client_span(
+            name,
+            server.map_or("", |s| s.name.as_str()),
+            server.and_then(|s| s.transport),
+        );
+        tracing::Instrument::instrument(self.dispatch_guarded(entry, name, arguments), span).await
     }
 
-    async fn dispatch_guarded(&self, name: &str, arguments: Value) -> Reply {
+    async fn dispatch_guarded(
+        &self,
+        entry: Option<Arc<Entry>>,
+        name: &str,
+        arguments: Value,
+    ) -> Reply {
         let expeditor = &self.expeditor;
-        let Some(entry) = self.entry(name) else {
+        let Some(entry) = entry else {
             return Reply::unknown_tool(expeditor, name);
         };
         let arguments = match arguments {
@@ -1092,9 +1099,7 @@ impl Inner {
             Outcome::Failed(failure) => {
                 let error = failure.message().to_owned();
                 let tool = ticket.tool_name().to_owned();
-                crate::telemetry::failing(&failure);
-                let recorded = ticket.failure(failure);
-                crate::telemetry::recorded(&recorded);
+                let recorded = crate::telemetry::traced_failure(failure, |f| ticket.failure(f));
                 let failed = CallError::Failed {
                     tool,
                     error,

@@ -262,13 +262,7 @@ impl<D: ToolDispatch + 'static> ServerHandler for McpServer<D> {
                 .peer
                 .peer_info()
                 .map(|info| info.protocol_version.to_string());
-            crate::telemetry::record_mcp(
-                &span,
-                None,
-                protocol.as_deref(),
-                Some(&context.id.to_string()),
-                None,
-            );
+            crate::telemetry::record_mcp(&span, protocol.as_deref(), &context.id.to_string());
         }
         let reply = {
             let call = span.in_scope(|| self.dispatch.dispatch(&request.name, arguments));
