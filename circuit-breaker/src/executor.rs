@@ -521,13 +521,13 @@ fn failed<E>(
     }
 }
 
-/// [`finish`] for a tool with no freshness keys, dating its value (R6.3): a value that says it
+/// `finish` for a tool with no freshness keys, dating its value (R6.3): a value that says it
 /// is from before the current cycle ([`Dated`](crate::freshness::Dated)) is labelled STALE
 /// DATA, also when it came through an alternative; any other value is fresh.
 ///
 /// `dated` is the generated autoref probe: for an output that is not `Dated` it returns a
 /// constant `None`, so once inlined the check (and the read of the cycle's start) compiles
-/// away and the healthy path is [`finish`]'s. It is a function pointer, not a closure type,
+/// away and the healthy path is `finish`'s. It is a function pointer, not a closure type,
 /// so that every tool with the same output and error types shares one instantiation (compile
 /// time, issue 14).
 ///
@@ -599,7 +599,7 @@ impl<T> fmt::Debug for Freshen<T> {
     }
 }
 
-/// [`finish`], then labels the value (R6.2): compared with the tool's last output for the
+/// `finish`, then labels the value (R6.2): compared with the tool's last output for the
 /// same arguments, UNVERIFIED for a caching tool, STALE DATA when it says it is older than
 /// the cycle. Fresh values carry no label (R6.3).
 ///
