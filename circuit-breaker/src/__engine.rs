@@ -189,7 +189,9 @@ impl EngineDriver {
         let mut changes = Changes::default();
         let cell = &mut self.attempts[i];
         let attempt = || counted.unwrap_or_else(|| Self::count_attempt(cell));
-        let verdict = self.engine.decide(tool, step, attempt, &mut changes);
+        let verdict = self
+            .engine
+            .decide(tool, step, Timestamp::EPOCH, attempt, &mut changes);
         self.publish(changes);
         match verdict {
             engine::Verdict::Call => Verdict::Call,

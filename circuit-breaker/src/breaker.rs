@@ -147,6 +147,10 @@ pub(crate) struct History {
     last_success: Option<SuccessMark>,
     /// The failures of the current consecutive run (the last [`RUN_MEMORY`]).
     recent_failures: Vec<Failure>,
+    /// When an OPEN circuit's probe is due by time (B13), if the policy has a cool-down.
+    due_at: Option<Timestamp>,
+    /// Probes failed since the circuit opened: each doubles the cool-down.
+    failed_probes: u32,
 }
 
 /// A record as snapshots write and read it (the format of every version so far).
@@ -164,6 +168,10 @@ struct RecordWire {
     total_failures: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     backoff: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    probe_due_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    failed_probes: u32,
 }
 
 impl From<BreakerRecord> for RecordWire {
@@ -179,6 +187,8 @@ impl From<BreakerRecord> for RecordWire {
             recent_failures: history.recent_failures,
             total_failures: record.total_failures,
             backoff: record.backoff,
+            probe_due_at: history.due_at,
+            failed_probes: history.failed_probes,
         }
     }
 }
@@ -189,6 +199,8 @@ impl From<RecordWire> for BreakerRecord {
             last_failure: wire.last_failure,
             last_success: wire.last_success,
             recent_failures: wire.recent_failures,
+            due_at: wire.probe_due_at,
+            failed_probes: wire.failed_probes,
         };
         BreakerRecord {
             state: wire.state,
@@ -215,6 +227,8 @@ impl PartialEq for BreakerRecord {
             && self.recent_failures() == other.recent_failures()
             && self.total_failures == other.total_failures
             && self.backoff == other.backoff
+            && self.probe_due_at() == other.probe_due_at()
+            && self.failed_probes() == other.failed_probes()
     }
 }
 
@@ -269,6 +283,34 @@ impl BreakerRecord {
                 }));
             }
         }
+    }
+
+    /// When this OPEN circuit's probe is due by time (B13): `None` when the policy has no
+    /// cool-down, or the circuit is not OPEN.
+    pub fn probe_due_at(&self) -> Option<Timestamp> {
+        self.history.as_ref()?.due_at
+    }
+
+    /// Probes failed since the circuit last opened from CLOSED: each doubles the cool-down.
+    pub fn failed_probes(&self) -> u32 {
+        self.history.as_ref().map_or(0, |h| h.failed_probes)
+    }
+
+    /// Sets when the probe is due by time (the engine's, which knows the policy and jitter).
+    pub(crate) fn set_due(&mut self, due: Option<Timestamp>) {
+        if let Some(history) = &mut self.history {
+            history.due_at = due;
+        } else if due.is_some() {
+            self.history = Some(Box::new(History {
+                due_at: due,
+                ..History::default()
+            }));
+        }
+    }
+
+    /// Whether the probe is due by time at `now`.
+    fn due_by_time(&self, now: Timestamp) -> bool {
+        self.probe_due_at().is_some_and(|due| now >= due)
     }
 
     /// The step at which the circuit last opened.
@@ -355,11 +397,13 @@ impl BreakerRecord {
     /// Decides for one attempt (R3.2: OPEN -> HALF-OPEN when a probe is due; R3.6: one probe).
     /// `interval` is the probe interval now in force: the policy's, or a longer one while
     /// backing off after a cascade (R9.5).
+    /// A probe is due by the count or by time, whichever comes first (B13).
     pub(crate) fn decide(
         &mut self,
         settings: Settings,
         interval: u32,
         step: u64,
+        now: Timestamp,
     ) -> (Verdict, Option<Transition>) {
         match self.state {
             CircuitState::Closed => (Verdict::Call, None),
@@ -371,7 +415,7 @@ impl BreakerRecord {
                         let opened = self.opened_at_step.unwrap_or(step);
                         step >= opened.saturating_add(u64::from(interval))
                     }
-                };
+                } || self.due_by_time(now);
                 if due {
                     self.state = CircuitState::HalfOpen;
                     (
@@ -391,15 +435,31 @@ impl BreakerRecord {
 
     /// Whether the next attempt on this OPEN circuit would be its probe (what
     /// [`decide`](Self::decide) would answer, without changing anything).
-    pub(crate) fn probe_due(&self, settings: Settings, interval: u32, step: u64) -> bool {
+    pub(crate) fn probe_due(
+        &self,
+        settings: Settings,
+        interval: u32,
+        step: u64,
+        now: Timestamp,
+    ) -> bool {
         self.state == CircuitState::Open
-            && match settings.probe_unit {
+            && (match settings.probe_unit {
                 ProbeUnit::Attempts => self.attempts_since_open.saturating_add(1) >= interval,
                 ProbeUnit::Steps => {
                     let opened = self.opened_at_step.unwrap_or(step);
                     step >= opened.saturating_add(u64::from(interval))
                 }
-            }
+            } || self.due_by_time(now))
+    }
+
+    /// The probe is due by time: HALF-OPEN on probation, with no probe granted yet, so that
+    /// a service offers the tool again and the next call is its one probe (B15).
+    pub(crate) fn put_on_probation(&mut self) -> Option<Transition> {
+        (self.state == CircuitState::Open).then(|| {
+            self.state = CircuitState::HalfOpen;
+            self.set_due(None);
+            Transition::HalfOpened
+        })
     }
 
     fn grant_probe(&mut self) -> u64 {
@@ -408,10 +468,13 @@ impl BreakerRecord {
         self.epoch
     }
 
+    /// OPEN from `step`; when its probe is due by time is the engine's to set (it knows the
+    /// policy's cool-down and the jitter).
     fn open(&mut self, step: u64) {
         self.state = CircuitState::Open;
         self.opened_at_step = Some(step);
         self.attempts_since_open = 0;
+        self.set_due(None);
     }
 
     /// Records a failure (R3.3): consecutive + 1, last failure kept, threshold checked; a
@@ -432,10 +495,16 @@ impl BreakerRecord {
                 if self.backoff > 0 {
                     self.backoff = self.backoff.saturating_add(1);
                 }
+                if let Some(history) = &mut self.history {
+                    history.failed_probes = history.failed_probes.saturating_add(1);
+                }
                 Some(Transition::Reopened)
             }
             (_, CircuitState::Closed) if self.consecutive_failures >= settings.threshold => {
                 self.open(step);
+                if let Some(history) = &mut self.history {
+                    history.failed_probes = 0;
+                }
                 Some(Transition::Opened)
             }
             // A late CALL (issued before the circuit left CLOSED) or a stale probe: the failure
@@ -508,6 +577,10 @@ impl BreakerRecord {
         self.opened_at_step = None;
         self.attempts_since_open = 0;
         self.backoff = 0;
+        if let Some(history) = &mut self.history {
+            history.due_at = None;
+            history.failed_probes = 0;
+        }
     }
 
     /// A probe ticket dropped unrecorded: a cancellation, neither success nor failure. It
@@ -533,6 +606,8 @@ mod tests {
         probe_unit: ProbeUnit::Attempts,
     };
 
+    const T0: Timestamp = Timestamp::EPOCH;
+
     fn fail(r: &mut BreakerRecord, via: Via, step: u64) -> Option<Transition> {
         r.fail(via, SETTINGS, Timestamp::EPOCH, step, Failure::new("boom"))
     }
@@ -544,14 +619,14 @@ mod tests {
         assert_eq!(fail(&mut r, Via::Call, 1), None);
         assert_eq!(fail(&mut r, Via::Call, 2), Some(Transition::Opened));
         assert_eq!(r.opened_at_step, Some(2));
-        assert_eq!(r.decide(SETTINGS, 3, 2).0, Verdict::SkipOpen);
-        assert_eq!(r.decide(SETTINGS, 3, 2).0, Verdict::SkipOpen);
-        let (verdict, t) = r.decide(SETTINGS, 3, 2);
+        assert_eq!(r.decide(SETTINGS, 3, 2, T0).0, Verdict::SkipOpen);
+        assert_eq!(r.decide(SETTINGS, 3, 2, T0).0, Verdict::SkipOpen);
+        let (verdict, t) = r.decide(SETTINGS, 3, 2, T0);
         let Verdict::Probe(epoch) = verdict else {
             panic!("third attempt after opening must probe, got {verdict:?}")
         };
         assert_eq!(t, Some(Transition::HalfOpened));
-        assert_eq!(r.decide(SETTINGS, 3, 2).0, Verdict::SkipProbeInFlight);
+        assert_eq!(r.decide(SETTINGS, 3, 2, T0).0, Verdict::SkipProbeInFlight);
         assert_eq!(r.succeed(Via::Probe(epoch)), Some(Transition::Closed));
         assert_eq!((r.state, r.consecutive_failures), (CircuitState::Closed, 0));
         r.check().unwrap();

@@ -45,6 +45,10 @@ pub struct LedgerEntry {
     /// failures folded into it (R9.4).
     #[serde(default, skip_serializing_if = "is_false")]
     pub event: bool,
+    /// Charged once, then left the budget's rolling window (B13): written down, no longer
+    /// counted.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub expired: bool,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
@@ -81,6 +85,13 @@ pub struct Dropped {
     /// Of them, held pending, by tool.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending: Vec<(ToolName, u64)>,
+    /// Of them, charged and then out of the budget's rolling window (B13).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub expired: u64,
+    /// When the latest of them was written down: the window forgets the charged ones once
+    /// it has passed that (they are counted, not dated one by one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latest: Option<Timestamp>,
 }
 
 impl Dropped {
@@ -95,6 +106,10 @@ impl Dropped {
 
     fn count(&mut self, line: &LedgerEntry) {
         self.lines = self.lines.saturating_add(1);
+        self.latest = self.latest.max(Some(line.at));
+        if line.expired {
+            self.expired = self.expired.saturating_add(1);
+        }
         if line.event {
             self.events = self.events.saturating_add(1);
         }
@@ -191,8 +206,39 @@ impl Budget {
             pending,
             systemic: false,
             event: false,
+            expired: false,
         });
         charged && self.consumed == self.limit
+    }
+
+    /// Forgets, for the budget, every charged failure written down `window` or longer before
+    /// `now` (B13): the lines stay in the ledger, marked expired. Returns whether any did.
+    pub(crate) fn expire(&mut self, now: Timestamp, window: std::time::Duration) -> bool {
+        let old = |at: Timestamp| at.plus(window) <= now;
+        let mut any = false;
+        for entry in &mut self.ledger {
+            if entry.charged && old(entry.at) {
+                entry.charged = false;
+                entry.expired = true;
+                self.consumed -= 1;
+                any = true;
+            }
+        }
+        if self.dropped.charged > 0 && self.dropped.latest.is_some_and(old) {
+            // At most `consumed`, so it fits in a u32.
+            self.consumed -= u32::try_from(self.dropped.charged).unwrap_or(0);
+            self.dropped.expired = self.dropped.expired.saturating_add(self.dropped.charged);
+            self.dropped.charged = 0;
+            any = true;
+        }
+        any
+    }
+
+    /// When the next charged failure leaves a rolling `window`, if any is charged.
+    pub(crate) fn next_expiry(&self, window: std::time::Duration) -> Option<Timestamp> {
+        let kept = self.ledger.iter().filter(|e| e.charged).map(|e| e.at).min();
+        let dropped = self.dropped.latest.filter(|_| self.dropped.charged > 0);
+        kept.into_iter().chain(dropped).min().map(|at| at.plus(window))
     }
 
     fn take_one(&mut self) -> bool {
@@ -254,7 +300,7 @@ impl Budget {
                 if left == 0 {
                     break;
                 }
-                if entry.tool == tool && !entry.systemic {
+                if entry.tool == tool && !entry.systemic && !entry.expired {
                     left -= 1;
                     if entry.charged {
                         self.consumed -= 1;
@@ -299,7 +345,8 @@ impl Budget {
         let charge = |entry: &mut LedgerEntry, consumed: &mut u32| {
             // Failures folded into a systemic event, or held pending one, stay uncharged: the
             // event's own line carries the charge (R9.4).
-            entry.charged = !entry.systemic && !entry.pending && *consumed < limit;
+            entry.charged =
+                !entry.systemic && !entry.pending && !entry.expired && *consumed < limit;
             if entry.charged {
                 *consumed += 1;
             }
@@ -311,7 +358,8 @@ impl Budget {
             .dropped
             .lines
             .saturating_sub(self.dropped.systemic)
-            .saturating_sub(self.dropped.pending_total());
+            .saturating_sub(self.dropped.pending_total())
+            .saturating_sub(self.dropped.expired);
         let room = u64::from(limit - self.consumed);
         self.dropped.charged = chargeable.min(room);
         // At most `room`, so it fits in a u32.
@@ -331,7 +379,8 @@ impl Budget {
             .dropped
             .charged
             .saturating_add(self.dropped.systemic)
-            .saturating_add(self.dropped.pending_total());
+            .saturating_add(self.dropped.pending_total())
+            .saturating_add(self.dropped.expired);
         if self.limit == 0 {
             Err("a budget of 0")
         } else if self.consumed > self.limit {
@@ -348,6 +397,8 @@ impl Budget {
             .any(|e| e.charged && (e.pending || e.systemic))
         {
             Err("a ledger line both charged and held for, or folded into, a systemic event")
+        } else if self.ledger.iter().any(|e| e.expired && (e.charged || e.pending)) {
+            Err("a ledger line both expired and charged or held pending")
         } else if self.ledger.iter().any(|e| e.pending && e.systemic) {
             Err("a ledger line both held for and folded into a systemic event")
         } else {

@@ -27,6 +27,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::breaker::CircuitState;
+
+/// What a tool back on probation says first in its description (B15).
+pub const PROBATION: &str =
+    "[ON PROBATION — this tool failed recently and is being tried again: one call checks it; if it fails, it is withdrawn again.]";
 use crate::capability::did_you_mean;
 use crate::engine::SkipReason;
 use crate::executor::{CallError, Refusal, Routed};
@@ -231,10 +235,29 @@ impl Reply {
                 let message = error.to_string();
                 let mut note = format!("{failed} failed: {}.", clip(&message));
                 if recorded.opened {
-                    let _ = write!(
-                        note,
-                        " Its circuit is now OPEN: do not call {failed} again in this task."
-                    );
+                    // What to use instead, as a refusal would say it (B15): the model is
+                    // not left to find out by calling a tool it was told to leave alone.
+                    let opened = expeditor.tool(&failed);
+                    let due = opened
+                        .and_then(|id| expeditor.breaker(id))
+                        .and_then(|record| record.probe_due_at());
+                    match due {
+                        Some(due) => {
+                            let _ = write!(
+                                note,
+                                " Its circuit is now OPEN: do not call {failed} before {due}, when it is offered again on probation."
+                            );
+                        }
+                        None => {
+                            let _ = write!(
+                                note,
+                                " Its circuit is now OPEN: do not call {failed} again in this task."
+                            );
+                        }
+                    }
+                    if let Some(instead) = opened.and_then(|id| expeditor.instead_of(id)) {
+                        let _ = write!(note, " Instead, {instead}");
+                    }
                 } else {
                     note.push_str(" Do not repeat the same call now; the failure is recorded.");
                 }
@@ -365,10 +388,27 @@ pub trait ToolDispatch: Send + Sync {
     /// The definitions of the tools a model may call now: those of
     /// [`Expeditor::offer`](crate::Expeditor::offer), in map order; none while paused.
     fn offered(&self) -> Vec<ToolDefinition> {
-        let offer = self.expeditor().offer();
+        let expeditor = self.expeditor();
+        let offer = expeditor.offer();
         self.definitions()
             .into_iter()
             .filter(|d| offer.offered.contains(&d.name))
+            .map(|mut d| {
+                // Back on probation (B15): the model is told, so that one failure more is
+                // no surprise and its next call is read as the check it is.
+                let on_probation = expeditor
+                    .tool(&d.name)
+                    .and_then(|id| expeditor.state(id))
+                    == Some(CircuitState::HalfOpen);
+                if on_probation {
+                    d.description = if d.description.is_empty() {
+                        PROBATION.to_owned()
+                    } else {
+                        format!("{PROBATION} {}", d.description)
+                    };
+                }
+                d
+            })
             .collect()
     }
 }

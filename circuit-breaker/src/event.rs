@@ -84,8 +84,22 @@ pub enum Event {
         /// The tools involved.
         tools: Vec<String>,
     },
-    /// The user confirmed recovery from a systemic failure: calls resume, probes back off.
+    /// The user confirmed recovery from a systemic failure, or a health check of its cause
+    /// succeeded: calls resume, probes back off.
     RecoveryConfirmed,
+    /// A systemic pause outlived its cool-down with no health check to lift it (B15): calls
+    /// resume on trial, and the tools it opened probe with backoff (R9.5).
+    RecoveryOnTrial {
+        /// The suspected cause.
+        cause: String,
+    },
+    /// The budget's rolling window freed room (B13): a budget pause lifted.
+    BudgetRenewed {
+        /// Failures still counted in the window.
+        consumed: u32,
+        /// The budget.
+        limit: u32,
+    },
     /// A pre-call check's result changed (R10).
     AvailabilityChanged {
         /// The tool.
@@ -169,6 +183,8 @@ impl Event {
             Event::Restored { .. } => "restored",
             Event::Systemic { .. } => "systemic",
             Event::RecoveryConfirmed => "recovery_confirmed",
+            Event::RecoveryOnTrial { .. } => "recovery_on_trial",
+            Event::BudgetRenewed { .. } => "budget_renewed",
             Event::AvailabilityChanged { .. } => "availability_changed",
             Event::SubTaskDeferred { .. } => "subtask_deferred",
             Event::ServerDown { .. } => "server_down",
@@ -197,6 +213,8 @@ impl Event {
             | Event::Restored { .. }
             | Event::Systemic { .. }
             | Event::RecoveryConfirmed
+            | Event::RecoveryOnTrial { .. }
+            | Event::BudgetRenewed { .. }
             | Event::SubTaskDeferred { .. }
             | Event::ServerDown { .. }
             | Event::ServerUp { .. }
@@ -280,7 +298,8 @@ impl Event {
     /// Consumed and limit, for the budget's exhaustion.
     fn budget(&self) -> Option<(u32, u32)> {
         match self {
-            Event::BudgetExhausted { consumed, limit } => Some((*consumed, *limit)),
+            Event::BudgetExhausted { consumed, limit }
+            | Event::BudgetRenewed { consumed, limit } => Some((*consumed, *limit)),
             _ => None,
         }
     }
@@ -288,7 +307,7 @@ impl Event {
     /// The suspected cause, for a systemic event.
     fn cause(&self) -> Option<&str> {
         match self {
-            Event::Systemic { cause, .. } => Some(cause),
+            Event::Systemic { cause, .. } | Event::RecoveryOnTrial { cause } => Some(cause),
             _ => None,
         }
     }
@@ -330,6 +349,14 @@ impl fmt::Display for Event {
             Event::BudgetExhausted { consumed, limit } => write!(
                 f,
                 "FAILURE BUDGET EXHAUSTED — PAUSING ({consumed} / {limit} consumed)"
+            ),
+            Event::RecoveryOnTrial { cause } => write!(
+                f,
+                "Systemic pause over its cool-down: calls resume on trial, probes back off (suspected {cause} issue)"
+            ),
+            Event::BudgetRenewed { consumed, limit } => write!(
+                f,
+                "Failure budget renewed by its window: calls resume ({consumed} / {limit} consumed)"
             ),
             Event::CycleStarted { cycle } => write!(
                 f,
@@ -452,6 +479,13 @@ mod tests {
                 tools: tools(),
             },
             Event::RecoveryConfirmed,
+            Event::RecoveryOnTrial {
+                cause: "network".into(),
+            },
+            Event::BudgetRenewed {
+                consumed: 4,
+                limit: 5,
+            },
             Event::AvailabilityChanged {
                 tool: tool(),
                 availability: "AVAILABLE".into(),

@@ -115,6 +115,10 @@ impl crate::report::NoteFacts for Expeditor {
         Expeditor::deferred_subtask(self)
     }
 
+    fn pause_lifts_at(&self) -> Option<crate::clock::Timestamp> {
+        Expeditor::pause_lifts_at(self)
+    }
+
     fn pausing_event(&self) -> Option<crate::report::SystemicEvent> {
         match self.paused() {
             Some(crate::engine::PauseReason::Systemic { .. }) => self.systemic_event(),
@@ -223,7 +227,12 @@ impl Refusal {
                         crate::engine::PauseReason::Systemic { .. } => expeditor.systemic_event(),
                         _ => None,
                     };
-                    ModelNote::for_pause(*pause, systemic.as_ref(), expeditor.tool_name(*tool))
+                    ModelNote::for_pause(
+                        *pause,
+                        systemic.as_ref(),
+                        expeditor.tool_name(*tool),
+                        expeditor.pause_lifts_at(),
+                    )
                 }
                 reason => with_route(expeditor, *tool, *advice, |route| {
                     ModelNote::for_route_from(expeditor, *tool, *reason, route)

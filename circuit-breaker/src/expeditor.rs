@@ -21,7 +21,7 @@ use crate::budget::Budget;
 use crate::capability::{CapabilityMap, MapError, MapErrors, ToolSpec};
 use crate::cascade::SystemicEvent;
 use crate::clock::{SystemClock, Timestamp, WallClock};
-use crate::engine::{Changes, Engine, MAX_TOOLS, Verdict};
+use crate::engine::{Changes, Dirty, Engine, MAX_TOOLS, Verdict};
 use crate::event::Observer;
 use crate::failure::{Failure, FailureCategory};
 use crate::fleet::{SharedOpen, SharedTransition, StoreStatus};
@@ -103,7 +103,6 @@ pub(crate) struct Inner {
     /// The agent's step: written by every `advance_step`, so on a line of its own, apart from
     /// the pause flag and the tools' words that every `decide` reads.
     step: CachePadded<AtomicU64>,
-    policy: Policy,
     clock: Arc<dyn WallClock>,
     observers: Box<[Arc<dyn Observer>]>,
     /// Moved after every command that changed something, for [`Watch`]es.
@@ -116,7 +115,7 @@ pub(crate) struct Inner {
 impl fmt::Debug for Expeditor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Expeditor")
-            .field("policy", &self.inner.policy)
+            .field("policy", &self.policy())
             .field("step", &self.step())
             .field("tools", &self.lock().len())
             .finish_non_exhaustive()
@@ -130,6 +129,7 @@ pub struct ExpeditorBuilder {
     clock: Arc<dyn WallClock>,
     observers: Vec<Arc<dyn Observer>>,
     fleet: Option<Arc<dyn FleetStore>>,
+    jitter_seed: Option<u64>,
 }
 
 impl fmt::Debug for ExpeditorBuilder {
@@ -167,6 +167,14 @@ impl ExpeditorBuilder {
         self
     }
 
+    /// Seeds the jitter of cool-downs (B13), for runs that must repeat exactly. By default
+    /// every expeditor draws its own seed, so that the workers of a fleet do not probe in step.
+    #[must_use]
+    pub fn jitter_seed(mut self, seed: u64) -> Self {
+        self.jitter_seed = Some(seed);
+        self
+    }
+
     /// Adds an observer of every [`Event`](crate::event::Event) (B4).
     #[must_use]
     pub fn observer(mut self, observer: impl Observer) -> Self {
@@ -193,11 +201,17 @@ impl ExpeditorBuilder {
         if let Some(store) = &self.fleet {
             engine.enable_fleet(store.name());
         }
+        engine.seed_jitter(self.jitter_seed.unwrap_or_else(|| {
+            use std::hash::{BuildHasher as _, Hasher as _};
+            // std's hasher keys are random per process and per call: a seed of its own.
+            let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+            hasher.write_usize(std::ptr::from_ref(&engine) as usize);
+            hasher.finish()
+        }));
         let expeditor = Expeditor {
             inner: Arc::new(Inner {
                 mirror: Mirror::new(),
                 step: CachePadded(AtomicU64::new(0)),
-                policy: self.policy,
                 engine: CachePadded(Mutex::new(engine)),
                 clock: self.clock,
                 observers: self.observers.into_boxed_slice(),
@@ -446,7 +460,12 @@ impl Pause<'_> {
     /// The short text for a language model (B7); it names the tool asked for.
     pub fn for_model(&self) -> ModelNote {
         let name = self.expeditor.tool_name(self.tool);
-        ModelNote::for_pause(self.reason, self.systemic().as_ref(), name)
+        ModelNote::for_pause(
+            self.reason,
+            self.systemic().as_ref(),
+            name,
+            self.expeditor.pause_lifts_at(),
+        )
     }
 }
 
@@ -603,6 +622,9 @@ impl Expeditor {
         let out = {
             let mut engine = self.lock();
             let out = command(&mut engine, &mut changes, self.step());
+            if engine.policy().cool_down().is_some() && changes.dirty != Dirty::None {
+                engine.arm_timers(self.now(), &changes);
+            }
             self.inner.mirror.publish(&engine, &changes);
             if let Some(step) = changes.step {
                 self.inner.step.store(step, Ordering::Release);
@@ -675,12 +697,59 @@ impl Expeditor {
             clock: Arc::new(SystemClock),
             observers: Vec::new(),
             fleet: None,
+            jitter_seed: None,
         }
     }
 
     /// The policy in force.
     pub fn policy(&self) -> Policy {
-        self.inner.policy
+        self.lock().policy()
+    }
+
+    // ----- time (B13, B15) ----------------------------------------------------------------
+
+    /// Runs this expeditor as a long-running service (B15): where its policy gives no
+    /// cool-down or budget window, [`Policy::for_service`]'s apply from now on, so that no
+    /// OPEN circuit and no pause outlives its cause by more than its cool-down. The MCP
+    /// server, the MCP client and a fleet worker call it; call it yourself for a service of
+    /// your own. Idempotent.
+    pub fn run_as_service(&self) {
+        let now = self.now();
+        self.command(|engine, changes, _| engine.run_as_service(now, changes));
+    }
+
+    /// Moves what runs on wall time forward to now (B13, B15), and returns when it next has
+    /// something to do (`None`: nothing timed is pending). A circuit whose cool-down is over
+    /// goes HALF-OPEN on probation (offered again; the next call is its one probe), failures
+    /// leave the budget window, a budget pause lifts when the window has room, and a systemic
+    /// pause lifts on trial at the end of its cool-down.
+    ///
+    /// Every slow decision and [`offer`](Self::offer) tick by themselves; a service that
+    /// must tell its clients when the offer changes (the MCP server's `list_changed`) calls
+    /// it at the instant it returned. Cheap when nothing is due; never reads the clock when
+    /// the policy has nothing timed.
+    pub fn tick(&self) -> Option<Timestamp> {
+        if !self.lock().is_timed() {
+            return None;
+        }
+        let now = self.now();
+        self.command(|engine, changes, step| engine.tick(now, step, changes))
+    }
+
+    /// When the pause in force lifts by itself, if it does: a budget pause when its window
+    /// frees room, a systemic pause at the end of its cool-down at the latest (sooner if a
+    /// health check of its cause succeeds). `None` when nothing is paused or only a person
+    /// can lift the pause ([`new_cycle`](Self::new_cycle),
+    /// [`confirm_recovery`](Self::confirm_recovery)).
+    pub fn pause_lifts_at(&self) -> Option<Timestamp> {
+        self.lock().pause_lifts_at()
+    }
+
+    /// Starts a new cycle for `conversation` (an MCP session, a conversation id), unless the
+    /// current cycle already is its own (B13): a service's natural cycles. Returns the cycle.
+    pub fn begin_conversation(&self, conversation: &str) -> u64 {
+        let now = self.now();
+        self.command(|engine, changes, _| engine.begin_conversation(conversation, now, changes))
     }
 
     // ----- decide and record (R3) ---------------------------------------------------------
@@ -717,7 +786,7 @@ impl Expeditor {
         let counted = if self.inner.mirror.halted() {
             None
         } else {
-            match slot.hot.check_open(slot.def.settings, self.step()) {
+            match slot.hot.check_open(slot.def.settings, self.step(), || self.now()) {
                 OpenCheck::Skip => return self.skip(tool, Some(slot), SkipReason::Open),
                 OpenCheck::Slow(counted) => counted,
             }
@@ -733,8 +802,14 @@ impl Expeditor {
         counted: Option<u32>,
     ) -> Decision<'a> {
         let attempt = || counted.unwrap_or_else(|| slot.hot.count_attempt());
-        let verdict =
-            self.command(|engine, changes, step| engine.decide(tool, step, attempt, changes));
+        let verdict = self.command(|engine, changes, step| {
+            let now = if engine.is_timed() {
+                self.now()
+            } else {
+                Timestamp::EPOCH
+            };
+            engine.decide(tool, step, now, attempt, changes)
+        });
         let ticket = |via| Ticket {
             expeditor: self,
             slot,
@@ -943,8 +1018,18 @@ impl Expeditor {
     /// UNAVAILABLE, which are listed with the reason; while paused, none. One consistent
     /// view, read under one lock.
     pub fn offer(&self) -> ToolOffer {
+        self.tick();
         let engine = self.lock();
         ToolOffer::build(self.view(&engine))
+    }
+
+    /// What to do instead of calling `tool`, as a refusal's note says it: its first usable
+    /// route (an alternative, the fallback, or leaving the work out).
+    pub(crate) fn instead_of(&self, tool: ToolId) -> Option<String> {
+        let engine = self.lock();
+        engine.name(tool)?;
+        let route = engine.routes(tool).next().unwrap_or(Route::ScopeReduction);
+        Some(ModelNote::for_route(self.view(&engine), tool, SkipReason::Open, &route).instead)
     }
 
     /// A watch on this expeditor's state: [`Watch::changed`] resolves once a command has
@@ -1030,22 +1115,24 @@ impl Expeditor {
     /// systemic event. Returns `false` for an unknown tool.
     pub fn record_precheck(&self, tool: impl Into<ToolId>, availability: Availability) -> bool {
         let tool = tool.into();
-        self.command(|engine, changes, _| engine.record_precheck(tool, availability, changes))
+        self.command(|engine, changes, step| {
+            engine.record_precheck(tool, availability, step, changes)
+        })
     }
 
     /// Records one health check of `server` (its MCP `ping`, say) for every tool on it
     /// (R10.1, B10): one check per server, not per tool. Returns `false` when no tool is on
     /// `server`.
     pub fn record_server_check(&self, server: &str, availability: Availability) -> bool {
-        self.command(|engine, changes, _| {
+        self.command(|engine, changes, step| {
             let tools = engine.server_tools(server);
             let Some((&last, rest)) = tools.split_last() else {
                 return false;
             };
             for &tool in rest {
-                engine.record_precheck(tool, availability.clone(), changes);
+                engine.record_precheck(tool, availability.clone(), step, changes);
             }
-            engine.record_precheck(last, availability, changes)
+            engine.record_precheck(last, availability, step, changes)
         })
     }
 

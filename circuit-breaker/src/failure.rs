@@ -21,6 +21,7 @@
 //! not found, other: about this call, its arguments or its target). Only infrastructure
 //! categories correlate across tools ([`FailureCategory::is_infrastructure`], R9.2, R9.6).
 
+use std::time::Duration;
 use std::borrow::Cow;
 use std::fmt;
 use std::io;
@@ -430,6 +431,13 @@ impl fmt::Display for FailureCategory {
 pub trait Classify {
     /// The category of this error.
     fn category(&self) -> FailureCategory;
+
+    /// How long the tool asked to be left alone, if it said (an HTTP `Retry-After`, a rate
+    /// limit's reset): the cool-down of the opening this failure causes, bounded by the
+    /// policy (B13). Parse a header with [`parse_retry_after`].
+    fn retry_after(&self) -> Option<Duration> {
+        None
+    }
 }
 
 impl Classify for io::Error {
@@ -556,6 +564,85 @@ pub struct Failure {
     /// The tool's server could not be reached (B10): its whole group is down.
     #[serde(default, skip_serializing_if = "is_false")]
     server_unreachable: bool,
+    /// The retry-after hint in milliseconds, 0 for none (B13). Four bytes, in what was
+    /// padding: a failure stays the size it was.
+    #[serde(default, skip_serializing_if = "is_zero", rename = "retry_after_ms")]
+    retry_after: u32,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// The longest retry-after hint kept, in milliseconds (about 49 days): the policy bounds it
+/// far below that anyway.
+const MAX_HINT_MS: u64 = u32::MAX as u64;
+
+/// Parses an HTTP `Retry-After` value (RFC 9110): delay-seconds (`120`) or an HTTP-date
+/// (`Wed, 21 Oct 2015 07:28:00 GMT`, taken relative to `now`). Anything else (negative,
+/// fractional, garbage, a date in the past) is `None`; a huge value is kept as given and
+/// bounded where it is used (the policy's cool-down cap), never trusted raw.
+///
+/// ```
+/// use std::time::Duration;
+/// use circuit_breaker::clock::Timestamp;
+/// use circuit_breaker::failure::parse_retry_after;
+/// let now = Timestamp::parse("2015-10-21T07:27:00Z").unwrap();
+/// assert_eq!(parse_retry_after("120", now), Some(Duration::from_secs(120)));
+/// assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now), Some(Duration::from_secs(60)));
+/// assert_eq!(parse_retry_after("-5", now), None);
+/// assert_eq!(parse_retry_after("soon", now), None);
+/// ```
+pub fn parse_retry_after(value: &str, now: crate::clock::Timestamp) -> Option<Duration> {
+    let value = value.trim();
+    if value.is_empty() || value.len() > 64 {
+        return None;
+    }
+    if value.bytes().all(|b| b.is_ascii_digit()) {
+        // Digits only: a number of seconds, however long (saturating).
+        let secs = value.bytes().fold(0u64, |n, b| {
+            n.saturating_mul(10).saturating_add(u64::from(b - b'0'))
+        });
+        return Some(Duration::from_secs(secs));
+    }
+    let at = parse_http_date(value)?;
+    let millis = at.checked_mul(1000)?.checked_sub(now.as_millis())?;
+    Some(Duration::from_millis(millis))
+}
+
+/// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the one form of HTTP-date senders
+/// must use, as seconds since the epoch.
+fn parse_http_date(value: &str) -> Option<u64> {
+    let rest = value.split_once(", ")?.1;
+    let mut parts = rest.split(' ');
+    let day: u64 = parts.next()?.parse().ok()?;
+    let month = match parts.next()? {
+        "Jan" => 1, "Feb" => 2, "Mar" => 3, "Apr" => 4, "May" => 5, "Jun" => 6,
+        "Jul" => 7, "Aug" => 8, "Sep" => 9, "Oct" => 10, "Nov" => 11, "Dec" => 12,
+        _ => return None,
+    };
+    let year: u64 = parts.next()?.parse().ok()?;
+    let mut clock = parts.next()?.split(':');
+    let (h, m, s): (u64, u64, u64) = (
+        clock.next()?.parse().ok()?,
+        clock.next()?.parse().ok()?,
+        clock.next()?.parse().ok()?,
+    );
+    if parts.next()? != "GMT" || parts.next().is_some() || clock.next().is_some() {
+        return None;
+    }
+    if !(1970..=9999).contains(&year) || !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 {
+        return None;
+    }
+    // Days since the epoch of a proleptic Gregorian date (Howard Hinnant's algorithm).
+    let (y, mo) = if month <= 2 { (year - 1, month + 9) } else { (year, month - 3) };
+    let era = y / 400;
+    let yoe = y - era * 400;
+    let doy = (153 * mo + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = (era * 146_097 + doe).checked_sub(719_468)?;
+    Some(days * 86_400 + h * 3600 + m * 60 + s)
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
@@ -576,6 +663,7 @@ impl Failure {
             message,
             category,
             server_unreachable: false,
+            retry_after: 0,
         }
     }
 
@@ -585,6 +673,7 @@ impl Failure {
             message: Text::from(message.into()),
             category,
             server_unreachable: false,
+            retry_after: 0,
         }
     }
 
@@ -593,6 +682,7 @@ impl Failure {
             message,
             category,
             server_unreachable: false,
+            retry_after: 0,
         }
     }
 
@@ -649,7 +739,27 @@ impl Failure {
 
     /// A failure from an error that classifies itself.
     pub fn classified<E: Classify + fmt::Display + ?Sized>(error: &E) -> Self {
-        Failure::of_text(Text::display(error), error.category())
+        let failure = Failure::of_text(Text::display(error), error.category());
+        match error.retry_after() {
+            Some(hint) => failure.with_retry_after(hint),
+            None => failure,
+        }
+    }
+
+    /// The tool asked to be left alone for `hint` (B13): if this failure opens its circuit,
+    /// the probe waits that long, bounded by one second and the policy's cool-down cap.
+    /// Anything past about 49 days is kept as 49 days (and bounded far below that anyway).
+    #[must_use]
+    pub fn with_retry_after(mut self, hint: Duration) -> Self {
+        let millis = u64::try_from(hint.as_millis()).unwrap_or(u64::MAX).min(MAX_HINT_MS);
+        // At least a millisecond, so that a hint of zero is still a hint (bounded up to 1 s).
+        self.retry_after = u32::try_from(millis.max(1)).unwrap_or(u32::MAX);
+        self
+    }
+
+    /// The retry-after hint, if the tool gave one ([`with_retry_after`](Self::with_retry_after)).
+    pub fn retry_after(&self) -> Option<Duration> {
+        (self.retry_after != 0).then(|| Duration::from_millis(u64::from(self.retry_after)))
     }
 
     /// Marks the failure as the server's, not the tool's (B10): the tool's server could not

@@ -48,6 +48,9 @@ pub(crate) struct Hot {
     opened_at: AtomicU64,
     /// Attempts since the circuit opened (see the module documentation).
     attempts: AtomicU32,
+    /// When an OPEN circuit's probe is due by time, in milliseconds since the epoch; 0 for
+    /// never (no cool-down). The rejection path reads the clock only when it is set.
+    due_at: AtomicU64,
     /// The last success: written once per step, on the tool's own line (its word is read by
     /// the same calls that write it).
     success: SuccessCell,
@@ -76,6 +79,7 @@ impl Hot {
             word: AtomicU32::new(0),
             opened_at: AtomicU64::new(0),
             attempts: AtomicU32::new(0),
+            due_at: AtomicU64::new(0),
             success: SuccessCell {
                 step: AtomicU64::new(NEVER),
                 at: AtomicU64::new(0),
@@ -101,32 +105,36 @@ impl Hot {
     }
 
     /// The rejection path (R3.1): an OPEN breaker, not gated, not backing off after a
-    /// cascade, whose probe is not due, is skipped without the lock and without allocating.
+    /// cascade, whose probe is due neither by count nor by time, is skipped without the lock
+    /// and without allocating. `now` is read only for a breaker with a cool-down.
     #[inline]
-    pub(crate) fn check_open(&self, settings: Settings, step: u64) -> OpenCheck {
+    pub(crate) fn check_open(
+        &self,
+        settings: Settings,
+        step: u64,
+        now: impl FnOnce() -> Timestamp,
+    ) -> OpenCheck {
         if self.word.load(Ordering::Acquire) & (STATE_MASK | GATED | BACKOFF) != OPEN_BITS {
             return OpenCheck::Slow(None);
         }
-        match settings.probe_unit {
+        let (skip, counted) = match settings.probe_unit {
             ProbeUnit::Attempts => {
                 let n = self.count_attempt();
-                if n < settings.probe_every {
-                    OpenCheck::Skip
-                } else {
-                    OpenCheck::Slow(Some(n))
-                }
+                (n < settings.probe_every, Some(n))
             }
             ProbeUnit::Steps => {
                 let due = self
                     .opened_at
                     .load(Ordering::Acquire)
                     .saturating_add(u64::from(settings.probe_every));
-                if step < due {
-                    OpenCheck::Skip
-                } else {
-                    OpenCheck::Slow(None)
-                }
+                (step < due, None)
             }
+        };
+        let due_at = self.due_at.load(Ordering::Acquire);
+        if skip && (due_at == 0 || now().as_millis() < due_at) {
+            OpenCheck::Skip
+        } else {
+            OpenCheck::Slow(counted)
         }
     }
 
@@ -183,6 +191,11 @@ impl Hot {
         let backoff = if record.backoff > 0 { BACKOFF } else { 0 };
         self.opened_at
             .store(record.opened_at_step.unwrap_or(0), Ordering::Release);
+        let due = record
+            .probe_due_at()
+            .filter(|_| record.state == CircuitState::Open)
+            .map_or(0, |t| t.as_millis().max(1));
+        self.due_at.store(due, Ordering::Release);
         self.word.store(
             (failures << 4) | backoff | gate | record.state.bits(),
             Ordering::Release,

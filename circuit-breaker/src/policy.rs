@@ -1,7 +1,34 @@
-//! The declared policy (SPEC R2.2): failure threshold, failure budget per cycle, half-open
-//! probe interval. Defaults are the seed's; every value is validated where it is made.
+//! The declared policy (SPEC R2.2, B13): failure threshold, failure budget per cycle,
+//! half-open probe interval, and the time a long-running service needs (cool-down, budget
+//! window). Defaults are the source document's; every value is validated where it is made.
+//!
+//! # Two clocks
+//!
+//! A probe is due by the count the source document gives ("every 3rd attempt or step after
+//! opening", [`ProbeUnit`]) **or** by time, whichever comes first: with a
+//! [`cool_down`](PolicyBuilder::cool_down), an OPEN circuit is due for its probe once it has
+//! been open that long. After each failed probe the cool-down doubles, up to
+//! [`cool_down_cap`](PolicyBuilder::cool_down_cap), and each is shortened by a random part of
+//! up to [`jitter`](PolicyBuilder::jitter) percent, so that a fleet of workers does not probe in
+//! step, and so that no circuit ever waits longer than its cool-down. A failure's retry-after
+//! hint ([`Failure::retry_after`](crate::Failure::retry_after)) sets the cool-down of the
+//! opening it causes, bounded by one second and the cap. After a systemic event the cool-down
+//! doubles per failed probe as the count does (R9.5).
+//!
+//! Counting suits one task run by an agent that steps; time suits a service that runs for days
+//! and is never asked for a tool it does not offer. A typed agent has no cool-down unless it
+//! declares one (the source document's scenario is counted in attempts); an MCP server, an MCP
+//! client serving as a proxy and a fleet worker fill in [`Policy::for_service`]'s values where
+//! their policy gives none.
+//!
+//! # Budgets that renew
+//!
+//! The budget belongs to a cycle ([`Expeditor::new_cycle`](crate::Expeditor::new_cycle)) or,
+//! with a [`budget_window`](PolicyBuilder::budget_window), to a rolling window: a failure older
+//! than the window stops counting, and a budget pause lifts as soon as the window frees room.
 
 use std::fmt;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +63,10 @@ pub struct Policy {
     cascade_window: u64,
     backoff_cap: u32,
     cascade_detection: bool,
+    cool_down: Option<Duration>,
+    cool_down_cap: Duration,
+    jitter: u8,
+    budget_window: Option<Duration>,
 }
 
 impl Policy {
@@ -52,6 +83,18 @@ impl Policy {
     pub const DEFAULT_CASCADE_WINDOW: u64 = 2;
     /// The seed's cap on probe backoff after a cascade: 20 steps.
     pub const DEFAULT_BACKOFF_CAP: u32 = 20;
+    /// The longest a cool-down grows to after failed probes, unless the policy says otherwise:
+    /// 30 s, so that a tool mended while its circuit was open comes back within half a minute.
+    pub const DEFAULT_COOL_DOWN_CAP: Duration = Duration::from_secs(30);
+    /// How much of each cool-down is taken off at random, in percent: 20.
+    pub const DEFAULT_JITTER: u8 = 20;
+    /// A service's cool-down where its policy gives none ([`for_service`](Self::for_service)):
+    /// 5 s, doubling after each failed probe up to the cap.
+    pub const SERVICE_COOL_DOWN: Duration = Duration::from_secs(5);
+    /// A service's budget window where its policy gives none: 60 s.
+    pub const SERVICE_BUDGET_WINDOW: Duration = Duration::from_secs(60);
+    /// The shortest cool-down a retry-after hint can ask for.
+    pub const MIN_RETRY_AFTER: Duration = Duration::from_secs(1);
 
     /// A builder starting from the defaults.
     pub fn builder() -> PolicyBuilder {
@@ -73,7 +116,52 @@ impl Policy {
             cascade_window: Self::DEFAULT_CASCADE_WINDOW,
             backoff_cap: Self::DEFAULT_BACKOFF_CAP,
             cascade_detection: true,
+            cool_down: None,
+            cool_down_cap: Self::DEFAULT_COOL_DOWN_CAP,
+            jitter: Self::DEFAULT_JITTER,
+            budget_window: None,
         }
+    }
+
+    /// A policy declared with a cool-down and a budget window (by the `#[toolbox]` macro, whose
+    /// values are checked: each at least 1 ms, the cap at least the cool-down).
+    #[doc(hidden)]
+    #[must_use]
+    pub const fn with_time(
+        mut self,
+        cool_down: Option<Duration>,
+        cool_down_cap: Option<Duration>,
+        budget_window: Option<Duration>,
+    ) -> Self {
+        self.cool_down = cool_down;
+        if let Some(cap) = cool_down_cap {
+            self.cool_down_cap = cap;
+        }
+        self.budget_window = budget_window;
+        self
+    }
+
+    /// This policy as a long-running service runs it (B15): where it gives no cool-down, the
+    /// [`SERVICE_COOL_DOWN`](Self::SERVICE_COOL_DOWN); where it gives no budget window, the
+    /// [`SERVICE_BUDGET_WINDOW`](Self::SERVICE_BUDGET_WINDOW). Everything it declares is kept.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use circuit_breaker::Policy;
+    /// let service = Policy::default().for_service();
+    /// assert_eq!(service.cool_down(), Some(Duration::from_secs(5)));
+    /// assert_eq!(service.budget_window(), Some(Duration::from_secs(60)));
+    /// assert_eq!(service.threshold(), 3);
+    /// ```
+    #[must_use]
+    pub fn for_service(mut self) -> Self {
+        if self.cool_down.is_none() {
+            self.cool_down = Some(Self::SERVICE_COOL_DOWN.min(self.cool_down_cap));
+        }
+        if self.budget_window.is_none() {
+            self.budget_window = Some(Self::SERVICE_BUDGET_WINDOW);
+        }
+        self
     }
 
     /// Consecutive failures that open a circuit.
@@ -114,6 +202,54 @@ impl Policy {
     pub const fn cascade_detection(&self) -> bool {
         self.cascade_detection
     }
+
+    /// How long an OPEN circuit waits before its probe is due by time, if it waits by time
+    /// (B13; see the [module](self)).
+    pub const fn cool_down(&self) -> Option<Duration> {
+        self.cool_down
+    }
+
+    /// The longest a cool-down grows to after failed probes, and the longest a retry-after
+    /// hint can set it to.
+    pub const fn cool_down_cap(&self) -> Duration {
+        self.cool_down_cap
+    }
+
+    /// How much of each cool-down is taken off at random, in percent (0 to 90).
+    pub const fn jitter(&self) -> u8 {
+        self.jitter
+    }
+
+    /// The rolling window of the failure budget, if it renews by time (B13).
+    pub const fn budget_window(&self) -> Option<Duration> {
+        self.budget_window
+    }
+
+    /// Whether anything in this policy runs on wall time: a cool-down or a budget window.
+    pub(crate) const fn is_timed(&self) -> bool {
+        self.cool_down.is_some() || self.budget_window.is_some()
+    }
+
+    /// The cool-down of an opening after `failed_probes` failed probes (doubling, capped),
+    /// or the retry-after `hint` bounded to [1 s, cap]; `None` without a cool-down. Jitter is
+    /// the caller's ([`jittered`]).
+    pub(crate) fn cool_down_after(&self, failed_probes: u32, hint: Option<Duration>) -> Option<Duration> {
+        let base = self.cool_down?;
+        if let Some(hint) = hint {
+            return Some(hint.clamp(Self::MIN_RETRY_AFTER.min(self.cool_down_cap), self.cool_down_cap));
+        }
+        let factor = 1u32.checked_shl(failed_probes.min(31)).unwrap_or(u32::MAX);
+        Some(base.saturating_mul(factor).min(self.cool_down_cap.max(base)))
+    }
+}
+
+/// `delay` shortened by up to `percent` percent, by the random `draw` (any u64): never longer
+/// than `delay`, so that a jittered cool-down keeps the promise its nominal one makes.
+pub(crate) fn jittered(delay: Duration, percent: u8, draw: u64) -> Duration {
+    let millis = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+    let span = millis / 100 * u64::from(percent) + millis % 100 * u64::from(percent) / 100;
+    let off = if span == 0 { 0 } else { draw % (span + 1) };
+    Duration::from_millis(millis - off)
 }
 
 impl Default for Policy {
@@ -126,6 +262,10 @@ impl Default for Policy {
             cascade_window: Self::DEFAULT_CASCADE_WINDOW,
             backoff_cap: Self::DEFAULT_BACKOFF_CAP,
             cascade_detection: true,
+            cool_down: None,
+            cool_down_cap: Self::DEFAULT_COOL_DOWN_CAP,
+            jitter: Self::DEFAULT_JITTER,
+            budget_window: None,
         }
     }
 }
@@ -141,20 +281,18 @@ pub struct PolicyBuilder {
     cascade_window: u64,
     backoff_cap: u32,
     cascade_detection: bool,
+    #[serde(with = "duration_text::option", skip_serializing_if = "Option::is_none")]
+    cool_down: Option<Duration>,
+    #[serde(with = "duration_text")]
+    cool_down_cap: Duration,
+    jitter: u8,
+    #[serde(with = "duration_text::option", skip_serializing_if = "Option::is_none")]
+    budget_window: Option<Duration>,
 }
 
 impl Default for PolicyBuilder {
     fn default() -> Self {
-        let p = Policy::default();
-        PolicyBuilder {
-            threshold: p.threshold,
-            budget: p.budget,
-            probe_every: p.probe_every,
-            probe_unit: p.probe_unit,
-            cascade_window: p.cascade_window,
-            backoff_cap: p.backoff_cap,
-            cascade_detection: p.cascade_detection,
-        }
+        Policy::default().into()
     }
 }
 
@@ -210,6 +348,38 @@ impl PolicyBuilder {
         self
     }
 
+    /// An OPEN circuit is due for its probe after this long, whatever the count says (B13);
+    /// it doubles after each failed probe up to the [cap](Self::cool_down_cap). At least 1 ms.
+    #[must_use]
+    pub fn cool_down(mut self, cool_down: Duration) -> Self {
+        self.cool_down = Some(cool_down);
+        self
+    }
+
+    /// The longest a cool-down grows to (default [`Policy::DEFAULT_COOL_DOWN_CAP`]); at least
+    /// the cool-down.
+    #[must_use]
+    pub fn cool_down_cap(mut self, cap: Duration) -> Self {
+        self.cool_down_cap = cap;
+        self
+    }
+
+    /// How much of each cool-down is taken off at random, in percent (default
+    /// [`Policy::DEFAULT_JITTER`]; at most 90).
+    #[must_use]
+    pub fn jitter(mut self, percent: u8) -> Self {
+        self.jitter = percent;
+        self
+    }
+
+    /// The budget renews in a rolling window of this length instead of by cycles alone (B13):
+    /// a failure older than the window stops counting. At least 1 ms.
+    #[must_use]
+    pub fn budget_window(mut self, window: Duration) -> Self {
+        self.budget_window = Some(window);
+        self
+    }
+
     /// Validates and builds the policy.
     ///
     /// # Errors
@@ -228,6 +398,26 @@ impl PolicyBuilder {
         if self.backoff_cap == 0 {
             problems.push(PolicyProblem::ZeroBackoffCap);
         }
+        let too_short = |d: Duration| d < Duration::from_millis(1);
+        if self.cool_down.is_some_and(too_short) {
+            problems.push(PolicyProblem::ZeroCoolDown);
+        }
+        if too_short(self.cool_down_cap) || self.cool_down.is_some_and(|c| c > self.cool_down_cap) {
+            problems.push(PolicyProblem::CoolDownCapBelowCoolDown);
+        }
+        if self.budget_window.is_some_and(too_short) {
+            problems.push(PolicyProblem::ZeroBudgetWindow);
+        }
+        if self.jitter > 90 {
+            problems.push(PolicyProblem::JitterTooLarge);
+        }
+        let too_long = |d: Duration| d > MAX_DURATION;
+        if self.cool_down.is_some_and(too_long)
+            || too_long(self.cool_down_cap)
+            || self.budget_window.is_some_and(too_long)
+        {
+            problems.push(PolicyProblem::DurationTooLong);
+        }
         if problems.is_empty() {
             Ok(Policy {
                 threshold: self.threshold,
@@ -237,6 +427,10 @@ impl PolicyBuilder {
                 cascade_window: self.cascade_window,
                 backoff_cap: self.backoff_cap,
                 cascade_detection: self.cascade_detection,
+                cool_down: self.cool_down,
+                cool_down_cap: self.cool_down_cap,
+                jitter: self.jitter,
+                budget_window: self.budget_window,
             })
         } else {
             Err(PolicyError(problems))
@@ -254,6 +448,58 @@ impl From<Policy> for PolicyBuilder {
             cascade_window: p.cascade_window,
             backoff_cap: p.backoff_cap,
             cascade_detection: p.cascade_detection,
+            cool_down: p.cool_down,
+            cool_down_cap: p.cool_down_cap,
+            jitter: p.jitter,
+            budget_window: p.budget_window,
+        }
+    }
+}
+
+/// The longest duration a policy accepts: a year. Longer is a mistake (a unit slip), and
+/// would overflow nothing, but would never let a circuit come back.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// Durations as the text people write: `"30s"`, `"5m"`, `"1h 30m"` (humantime).
+mod duration_text {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&humantime::format_duration(*d))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        humantime::parse_duration(&text).map_err(|e| {
+            let shown: String = text.chars().take(40).collect();
+            serde::de::Error::custom(format_args!(
+                "`{shown}` is not a duration ({e}); write e.g. \"30s\", \"5m\" or \"1h 30m\""
+            ))
+        })
+    }
+
+    pub(super) mod option {
+        use std::time::Duration;
+
+        use serde::{Deserializer, Serializer};
+
+        #[allow(clippy::ref_option)] // serde's `with` passes a reference
+        pub(in super::super) fn serialize<S: Serializer>(
+            d: &Option<Duration>,
+            s: S,
+        ) -> Result<S::Ok, S::Error> {
+            match d {
+                Some(d) => super::serialize(d, s),
+                None => s.serialize_none(),
+            }
+        }
+
+        pub(in super::super) fn deserialize<'de, D: Deserializer<'de>>(
+            d: D,
+        ) -> Result<Option<Duration>, D::Error> {
+            super::deserialize(d).map(Some)
         }
     }
 }
@@ -277,6 +523,16 @@ pub enum PolicyProblem {
     ZeroProbeInterval,
     /// A backoff cap of 0 would leave no time between probes after a cascade.
     ZeroBackoffCap,
+    /// A cool-down shorter than a millisecond would probe on the call that just failed.
+    ZeroCoolDown,
+    /// A cool-down cap below the cool-down (or under a millisecond).
+    CoolDownCapBelowCoolDown,
+    /// A budget window shorter than a millisecond would forget every failure at once.
+    ZeroBudgetWindow,
+    /// Jitter above 90 % would leave next to no cool-down.
+    JitterTooLarge,
+    /// A cool-down, cap or window longer than [`MAX_DURATION`].
+    DurationTooLong,
 }
 
 impl fmt::Display for PolicyProblem {
@@ -286,6 +542,15 @@ impl fmt::Display for PolicyProblem {
             PolicyProblem::ZeroBudget => "budget must be at least 1 failure per cycle",
             PolicyProblem::ZeroProbeInterval => "probe_every must be at least 1",
             PolicyProblem::ZeroBackoffCap => "backoff_cap must be at least 1",
+            PolicyProblem::ZeroCoolDown => "cool_down must be at least 1ms",
+            PolicyProblem::CoolDownCapBelowCoolDown => {
+                "cool_down_cap must be at least the cool_down (and at least 1ms)"
+            }
+            PolicyProblem::ZeroBudgetWindow => "budget_window must be at least 1ms",
+            PolicyProblem::JitterTooLarge => "jitter must be at most 90 percent",
+            PolicyProblem::DurationTooLong => {
+                "cool_down, cool_down_cap and budget_window must be at most a year"
+            }
         })
     }
 }

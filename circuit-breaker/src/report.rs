@@ -23,6 +23,7 @@ use crate::breaker::CircuitState;
 use crate::engine::{PauseReason, SkipReason};
 use crate::failure::FailureCategory;
 use crate::id::ToolId;
+use crate::clock::Timestamp;
 use crate::mirror::View;
 use crate::route::Route;
 use crate::scope::{Task, WorkStatus};
@@ -546,7 +547,12 @@ impl ModelNote {
                 None => "its sub-task is deferred".to_owned(),
             },
             SkipReason::Paused { pause } => {
-                return Self::for_pause(pause, facts.pausing_event().as_ref(), Some(&name));
+                return Self::for_pause(
+                    pause,
+                    facts.pausing_event().as_ref(),
+                    Some(&name),
+                    facts.pause_lifts_at(),
+                );
             }
             reason => {
                 let record = facts.record(tool).unwrap_or_default();
@@ -589,28 +595,45 @@ impl ModelNote {
     }
 
     /// The note for a pause; `asked_for` names the tool the model asked for, if it asked.
+    /// `lifts_at` is when the pause lifts by itself, if it does (B15): then the note says
+    /// when, and never promises an action nobody can take; otherwise it names the person
+    /// who can lift it.
     pub(crate) fn for_pause(
         reason: PauseReason,
         systemic: Option<&SystemicEvent>,
         asked_for: Option<&str>,
+        lifts_at: Option<Timestamp>,
     ) -> Self {
         let report = "stop and report the completed and incomplete work to the user.";
         let (why, instead) = match reason {
-            PauseReason::BudgetExhausted { consumed, limit } => (
-                format!("failure budget exhausted ({consumed} / {limit} failures this cycle)"),
-                report.to_owned(),
-            ),
+            PauseReason::BudgetExhausted { consumed, limit } => match lifts_at {
+                Some(at) => (
+                    format!(
+                        "failure budget exhausted ({consumed} / {limit} failures in its window)"
+                    ),
+                    format!(
+                        "do not call tools until {at}, when the oldest failure leaves the budget's window and calls resume; meanwhile report what is done and what is waiting."
+                    ),
+                ),
+                None => (
+                    format!("failure budget exhausted ({consumed} / {limit} failures this cycle)"),
+                    report.to_owned(),
+                ),
+            },
             PauseReason::Systemic { .. } => {
                 let (why, cause) = systemic.map_or_else(
                     || ("a systemic failure".to_owned(), "infrastructure"),
                     |e| (lowercase_first(&e.to_string()), e.cause()),
                 );
-                (
-                    why,
-                    format!(
+                let instead = match lifts_at {
+                    Some(at) => format!(
+                        "do not call tools until {at}; calls resume then at the latest, sooner if a health check finds the {cause} issue resolved. Meanwhile report what is done and what is waiting."
+                    ),
+                    None => format!(
                         "stop and report the completed and incomplete work to the user; calls resume once the user confirms the {cause} issue is resolved."
                     ),
-                )
+                };
+                (why, instead)
             }
             PauseReason::NothingAchievable => (
                 "every remaining sub-task is deferred: the tools it needs are not working"
@@ -638,6 +661,8 @@ pub(crate) trait NoteFacts {
     fn deferred_subtask(&self) -> Option<usize>;
     /// The systemic event behind the pause, when that is why every call is paused.
     fn pausing_event(&self) -> Option<SystemicEvent>;
+    /// When the pause in force lifts by itself, if it does (B15).
+    fn pause_lifts_at(&self) -> Option<Timestamp>;
     /// The tool's breaker.
     fn record(&self, tool: ToolId) -> Option<BreakerRecord>;
 }
@@ -657,6 +682,10 @@ impl NoteFacts for View<'_> {
 
     fn pausing_event(&self) -> Option<SystemicEvent> {
         self.engine.pausing_event().cloned()
+    }
+
+    fn pause_lifts_at(&self) -> Option<Timestamp> {
+        self.engine.pause_lifts_at()
     }
 
     fn record(&self, tool: ToolId) -> Option<BreakerRecord> {
@@ -769,7 +798,12 @@ impl ToolOffer {
         if let Some(reason) = engine.halt() {
             return ToolOffer {
                 offered: Vec::new(),
-                withheld: vec![ModelNote::for_pause(reason, engine.pausing_event(), None)],
+                withheld: vec![ModelNote::for_pause(
+                    reason,
+                    engine.pausing_event(),
+                    None,
+                    engine.pause_lifts_at(),
+                )],
             };
         }
         let mut offer = ToolOffer {

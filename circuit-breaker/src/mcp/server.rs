@@ -31,12 +31,19 @@ pub struct McpServer<D> {
     instructions: Option<String>,
     /// This connection's own: what its client was told, and the end of its watcher.
     session: Arc<Session>,
+    /// Whether each session begins a cycle of its own (B13).
+    cycle_per_session: bool,
 }
+
+/// Numbers sessions, for their cycles.
+static SESSIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// One connection's memory: the offered names its client was last told of (`None` before it
 /// was told any), and the signal that ends its watcher when the server value is dropped.
 #[derive(Default)]
 struct Session {
+    /// This session's number, for its cycle.
+    number: std::sync::OnceLock<u64>,
     announced: Mutex<Option<Vec<String>>>,
     closed: tokio::sync::Notify,
 }
@@ -72,8 +79,15 @@ impl<D: ToolDispatch + 'static> McpServer<D> {
     }
 
     /// Serves a toolbox you keep a handle on (to read its state table, say).
+    ///
+    /// A server is a long-running service: its expeditor runs as one
+    /// ([`Expeditor::run_as_service`](crate::Expeditor::run_as_service)), so that a circuit
+    /// comes back on probation after its cool-down and a budget pause lifts when the window
+    /// frees room, with `notifications/tools/list_changed` sent by a timer, no call needed.
     pub fn shared(dispatch: Arc<D>) -> Self {
+        dispatch.expeditor().run_as_service();
         McpServer {
+            cycle_per_session: true,
             dispatch,
             implementation: Implementation::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
             instructions: None,
@@ -99,6 +113,15 @@ impl<D: ToolDispatch + 'static> McpServer<D> {
     #[must_use]
     pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
         self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Whether each MCP session begins a cycle of its own (default: yes): a new client starts
+    /// with the whole failure budget and no mistakes counted; breaker states are kept (R7.4).
+    /// Turn it off where sessions share one budget.
+    #[must_use]
+    pub fn cycle_per_session(mut self, on: bool) -> Self {
+        self.cycle_per_session = on;
         self
     }
 
@@ -139,15 +162,18 @@ impl<D: ToolDispatch + 'static> McpServer<D> {
     }
 
     /// Watches the expeditor for this session until the server value is dropped or the
-    /// transport closes: a change of the offer made anywhere is announced.
+    /// transport closes: a change of the offer made anywhere is announced, and so is one made
+    /// by time (a tool back on probation, a pause lifted), at the instant it is due.
     fn spawn_watcher(&self, peer: Peer<RoleServer>) {
         let (dispatch, session) = (Arc::clone(&self.dispatch), Arc::clone(&self.session));
         tokio::spawn(async move {
             let mut watch = dispatch.expeditor().watch();
             loop {
+                let next = dispatch.expeditor().tick();
                 tokio::select! {
                     () = watch.changed() => {}
                     () = session.closed.notified() => break,
+                    () = wait_until(dispatch.expeditor(), next) => {}
                 }
                 if peer.is_transport_closed() {
                     break;
@@ -156,6 +182,16 @@ impl<D: ToolDispatch + 'static> McpServer<D> {
             }
         });
     }
+}
+
+/// Waits until the expeditor's clock reaches `at` (forever for `None`): real time on the
+/// system clock. A clock moved by hand is looked at again at least every second.
+async fn wait_until(expeditor: &crate::Expeditor, at: Option<crate::clock::Timestamp>) {
+    let Some(at) = at else {
+        return std::future::pending().await;
+    };
+    let left = at.as_millis().saturating_sub(expeditor.now().as_millis());
+    tokio::time::sleep(std::time::Duration::from_millis(left.clamp(1, 1000))).await;
 }
 
 fn offered_names(dispatch: &impl ToolDispatch) -> Vec<String> {
@@ -185,6 +221,7 @@ impl<D> Clone for McpServer<D> {
             implementation: self.implementation.clone(),
             instructions: self.instructions.clone(),
             session: Arc::default(),
+            cycle_per_session: self.cycle_per_session,
         }
     }
 }
@@ -217,6 +254,14 @@ impl<D: ToolDispatch + 'static> ServerHandler for McpServer<D> {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
+        if self.cycle_per_session {
+            let session = self.session.number.get_or_init(|| {
+                SESSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            });
+            self.dispatch
+                .expeditor()
+                .begin_conversation(&format!("mcp-session-{session}"));
+        }
         // What the client may call from the start; a change from here on is announced.
         self.announce();
         self.negotiate_initialize(&request)
