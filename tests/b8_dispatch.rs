@@ -281,14 +281,16 @@ fn b8_r3_failing_tool_is_an_error_with_its_message_and_opens_at_threshold() {
     assert_eq!(first.state, Some(CircuitState::Closed));
     assert_eq!(agent.expeditor().budget().consumed(), 1);
 
-    // Threshold 2: the second failure opens the circuit, and the note says so.
+    // Threshold 2: the second failure opens the circuit, and the note says so and what to
+    // use instead (B15).
     let second = call(&agent, "bash", json!({"command": "make"}));
     assert!(second.is_error());
     assert_eq!(
         second.note.as_deref(),
         Some(
             "bash failed: bash: permission denied. Its circuit is now OPEN: do not call bash \
-             again in this task."
+             again in this task. Instead, no other tool can do this — report commands that \
+             need to be run manually."
         )
     );
     assert_eq!(second.state, Some(CircuitState::Open));

@@ -31,6 +31,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, mpsc};
 
 use circuit_breaker::CircuitState;
+use circuit_breaker::clock::{ManualClock, Timestamp};
 use circuit_breaker::mcp::McpServer;
 use circuit_breaker::mcp::rmcp;
 use rmcp::ServiceExt as _;
@@ -46,7 +47,12 @@ use notes::{GuardedNotebook, Notebook};
 /// The client connected to the notebook served in process; the notebook kept to break and
 /// mend its tools.
 async fn in_process() -> (Client, UnboundedReceiver<()>, Arc<GuardedNotebook>) {
-    let guarded = Arc::new(GuardedNotebook::new(Notebook::default()));
+    // A clock that stands still: a probe is due here by the count alone (the time-based
+    // cool-down a server runs with is tested on a moving clock in `b13_time`).
+    let clock = ManualClock::new(Timestamp::from_secs(1_796_024_103));
+    let guarded = Arc::new(GuardedNotebook::with_expeditor(Notebook::default(), |b| {
+        b.clock(clock)
+    }));
     let server = McpServer::shared(Arc::clone(&guarded))
         .name("notebook")
         .version("9.9.9");
@@ -157,10 +163,13 @@ async fn a_circuit_opening_shrinks_the_list_and_a_probe_brings_the_tool_back() {
     // The third opens it: the note says so, grep leaves the list, the client is told.
     let result = call(&client, "grep", json!({ "pattern": "Deploy" })).await;
     assert_eq!(result.is_error, Some(true));
+    // A server heals with time (B15): the note says until when grep is left alone, and what
+    // to use instead.
+    let note = text(&result);
     assert!(
-        text(&result).ends_with("Its circuit is now OPEN: do not call grep again in this task."),
-        "{}",
-        text(&result)
+        note.contains("Its circuit is now OPEN: do not call grep before ")
+            && note.contains(", when it is offered again on probation. Instead, use read — read every note and look for the pattern (degradation: loses the index: every note is read in full)."),
+        "{note}"
     );
     assert_eq!(meta(&result, "circuit_state"), Some("OPEN"));
     list_changed(&mut changes).await;
