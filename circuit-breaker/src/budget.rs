@@ -238,7 +238,10 @@ impl Budget {
     pub(crate) fn next_expiry(&self, window: std::time::Duration) -> Option<Timestamp> {
         let kept = self.ledger.iter().filter(|e| e.charged).map(|e| e.at).min();
         let dropped = self.dropped.latest.filter(|_| self.dropped.charged > 0);
-        kept.into_iter().chain(dropped).min().map(|at| at.plus(window))
+        kept.into_iter()
+            .chain(dropped)
+            .min()
+            .map(|at| at.plus(window))
     }
 
     fn take_one(&mut self) -> bool {
@@ -397,7 +400,11 @@ impl Budget {
             .any(|e| e.charged && (e.pending || e.systemic))
         {
             Err("a ledger line both charged and held for, or folded into, a systemic event")
-        } else if self.ledger.iter().any(|e| e.expired && (e.charged || e.pending)) {
+        } else if self
+            .ledger
+            .iter()
+            .any(|e| e.expired && (e.charged || e.pending))
+        {
             Err("a ledger line both expired and charged or held pending")
         } else if self.ledger.iter().any(|e| e.pending && e.systemic) {
             Err("a ledger line both held for and folded into a systemic event")

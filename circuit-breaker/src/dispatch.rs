@@ -29,8 +29,7 @@ use serde_json::{Map, Value};
 use crate::breaker::CircuitState;
 
 /// What a tool back on probation says first in its description (B15).
-pub const PROBATION: &str =
-    "[ON PROBATION — this tool failed recently and is being tried again: one call checks it; if it fails, it is withdrawn again.]";
+pub const PROBATION: &str = "[ON PROBATION — this tool failed recently and is being tried again: one call checks it; if it fails, it is withdrawn again.]";
 use crate::capability::did_you_mean;
 use crate::engine::SkipReason;
 use crate::executor::{CallError, Refusal, Routed};
@@ -396,9 +395,7 @@ pub trait ToolDispatch: Send + Sync {
             .map(|mut d| {
                 // Back on probation (B15): the model is told, so that one failure more is
                 // no surprise and its next call is read as the check it is.
-                let on_probation = expeditor
-                    .tool(&d.name)
-                    .and_then(|id| expeditor.state(id))
+                let on_probation = expeditor.tool(&d.name).and_then(|id| expeditor.state(id))
                     == Some(CircuitState::HalfOpen);
                 if on_probation {
                     d.description = if d.description.is_empty() {

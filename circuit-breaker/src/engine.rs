@@ -424,7 +424,12 @@ impl Engine {
     ///   of its server's outage is on probation).
     ///
     /// Cheap when nothing is due: one comparison.
-    pub(crate) fn tick(&mut self, now: Timestamp, step: u64, changes: &mut Changes) -> Option<Timestamp> {
+    pub(crate) fn tick(
+        &mut self,
+        now: Timestamp,
+        step: u64,
+        changes: &mut Changes,
+    ) -> Option<Timestamp> {
         if !self.policy.is_timed() || self.timers.next.is_none_or(|next| now < next) {
             return self.timers.next;
         }
@@ -954,6 +959,10 @@ impl Engine {
                     step,
                     self.policy.cascade_window(),
                 ));
+        if let Some(window) = self.policy.budget_window() {
+            // Failures that left the window no longer count against this one (B13).
+            self.budget.expire(now, window);
+        }
         let exhausted_now = self
             .budget
             .charge(&def.name, failure.clone(), step, now, pending);
@@ -1013,7 +1022,8 @@ impl Engine {
         server: &str,
         step: u64,
         attempts: impl Fn(ToolId) -> u32,
-        elapsed: Option<(Timestamp, std::time::Duration)>,
+        now: Timestamp,
+        every: Option<std::time::Duration>,
     ) -> bool {
         if self.halt.is_some() {
             return false;
@@ -1027,7 +1037,7 @@ impl Engine {
         if outage.probing.is_some() {
             return false;
         }
-        if let Some((now, every)) = elapsed
+        if let Some(every) = every
             && outage.since.plus(every) <= now
         {
             return true;
@@ -1037,15 +1047,16 @@ impl Engine {
             let i = tool.index() as usize;
             let record = &self.records[i];
             record.state == CircuitState::Open
-                && match self.defs[i].settings.probe_unit {
-                    crate::policy::ProbeUnit::Attempts => attempts(tool) >= interval,
-                    crate::policy::ProbeUnit::Steps => {
-                        step >= record
-                            .opened_at_step
-                            .unwrap_or(step)
-                            .saturating_add(u64::from(interval))
-                    }
-                }
+                && (record.probe_due_at().is_some_and(|due| now >= due)
+                    || match self.defs[i].settings.probe_unit {
+                        crate::policy::ProbeUnit::Attempts => attempts(tool) >= interval,
+                        crate::policy::ProbeUnit::Steps => {
+                            step >= record
+                                .opened_at_step
+                                .unwrap_or(step)
+                                .saturating_add(u64::from(interval))
+                        }
+                    })
         })
     }
 
@@ -1636,6 +1647,14 @@ impl Engine {
                 consumed: status.consumed,
                 limit: status.limit,
             });
+            // In a rolling window the pause lifts by itself: tick then (B13).
+            if let Some(lifts) = self
+                .policy
+                .budget_window()
+                .and_then(|window| self.budget.next_expiry(window))
+            {
+                self.timers.next = Some(self.timers.next.map_or(lifts, |n| n.min(lifts)));
+            }
             changes.events.push(Event::BudgetExhausted {
                 consumed: status.consumed,
                 limit: status.limit,

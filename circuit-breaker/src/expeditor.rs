@@ -200,6 +200,9 @@ impl ExpeditorBuilder {
         let mut engine = Engine::new(self.policy, self.clock.now());
         if let Some(store) = &self.fleet {
             engine.enable_fleet(store.name());
+            // A fleet worker is a long-running service (B15).
+            let now = self.clock.now();
+            engine.run_as_service(now, &mut Changes::default());
         }
         engine.seed_jitter(self.jitter_seed.unwrap_or_else(|| {
             use std::hash::{BuildHasher as _, Hasher as _};
@@ -786,7 +789,10 @@ impl Expeditor {
         let counted = if self.inner.mirror.halted() {
             None
         } else {
-            match slot.hot.check_open(slot.def.settings, self.step(), || self.now()) {
+            match slot
+                .hot
+                .check_open(slot.def.settings, self.step(), || self.now())
+            {
                 OpenCheck::Skip => return self.skip(tool, Some(slot), SkipReason::Open),
                 OpenCheck::Slow(counted) => counted,
             }
@@ -1167,7 +1173,8 @@ impl Expeditor {
                     .get(tool)
                     .map_or(0, |slot| slot.hot.attempts())
             },
-            every.into().map(|every| (now, every)),
+            now,
+            every.into(),
         )
     }
 

@@ -21,12 +21,12 @@
 //! not found, other: about this call, its arguments or its target). Only infrastructure
 //! categories correlate across tools ([`FailureCategory::is_infrastructure`], R9.2, R9.6).
 
-use std::time::Duration;
 use std::borrow::Cow;
 use std::fmt;
 use std::io;
 use std::process::ExitStatus;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -618,8 +618,18 @@ fn parse_http_date(value: &str) -> Option<u64> {
     let mut parts = rest.split(' ');
     let day: u64 = parts.next()?.parse().ok()?;
     let month = match parts.next()? {
-        "Jan" => 1, "Feb" => 2, "Mar" => 3, "Apr" => 4, "May" => 5, "Jun" => 6,
-        "Jul" => 7, "Aug" => 8, "Sep" => 9, "Oct" => 10, "Nov" => 11, "Dec" => 12,
+        "Jan" => 1,
+        "Feb" => 2,
+        "Mar" => 3,
+        "Apr" => 4,
+        "May" => 5,
+        "Jun" => 6,
+        "Jul" => 7,
+        "Aug" => 8,
+        "Sep" => 9,
+        "Oct" => 10,
+        "Nov" => 11,
+        "Dec" => 12,
         _ => return None,
     };
     let year: u64 = parts.next()?.parse().ok()?;
@@ -636,7 +646,11 @@ fn parse_http_date(value: &str) -> Option<u64> {
         return None;
     }
     // Days since the epoch of a proleptic Gregorian date (Howard Hinnant's algorithm).
-    let (y, mo) = if month <= 2 { (year - 1, month + 9) } else { (year, month - 3) };
+    let (y, mo) = if month <= 2 {
+        (year - 1, month + 9)
+    } else {
+        (year, month - 3)
+    };
     let era = y / 400;
     let yoe = y - era * 400;
     let doy = (153 * mo + 2) / 5 + day - 1;
@@ -751,7 +765,9 @@ impl Failure {
     /// Anything past about 49 days is kept as 49 days (and bounded far below that anyway).
     #[must_use]
     pub fn with_retry_after(mut self, hint: Duration) -> Self {
-        let millis = u64::try_from(hint.as_millis()).unwrap_or(u64::MAX).min(MAX_HINT_MS);
+        let millis = u64::try_from(hint.as_millis())
+            .unwrap_or(u64::MAX)
+            .min(MAX_HINT_MS);
         // At least a millisecond, so that a hint of zero is still a hint (bounded up to 1 s).
         self.retry_after = u32::try_from(millis.max(1)).unwrap_or(u32::MAX);
         self

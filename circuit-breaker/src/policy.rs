@@ -233,13 +233,23 @@ impl Policy {
     /// The cool-down of an opening after `failed_probes` failed probes (doubling, capped),
     /// or the retry-after `hint` bounded to [1 s, cap]; `None` without a cool-down. Jitter is
     /// the caller's ([`jittered`]).
-    pub(crate) fn cool_down_after(&self, failed_probes: u32, hint: Option<Duration>) -> Option<Duration> {
+    pub(crate) fn cool_down_after(
+        &self,
+        failed_probes: u32,
+        hint: Option<Duration>,
+    ) -> Option<Duration> {
         let base = self.cool_down?;
         if let Some(hint) = hint {
-            return Some(hint.clamp(Self::MIN_RETRY_AFTER.min(self.cool_down_cap), self.cool_down_cap));
+            return Some(hint.clamp(
+                Self::MIN_RETRY_AFTER.min(self.cool_down_cap),
+                self.cool_down_cap,
+            ));
         }
         let factor = 1u32.checked_shl(failed_probes.min(31)).unwrap_or(u32::MAX);
-        Some(base.saturating_mul(factor).min(self.cool_down_cap.max(base)))
+        Some(
+            base.saturating_mul(factor)
+                .min(self.cool_down_cap.max(base)),
+        )
     }
 }
 
@@ -281,12 +291,18 @@ pub struct PolicyBuilder {
     cascade_window: u64,
     backoff_cap: u32,
     cascade_detection: bool,
-    #[serde(with = "duration_text::option", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        with = "duration_text::option",
+        skip_serializing_if = "Option::is_none"
+    )]
     cool_down: Option<Duration>,
     #[serde(with = "duration_text")]
     cool_down_cap: Duration,
     jitter: u8,
-    #[serde(with = "duration_text::option", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        with = "duration_text::option",
+        skip_serializing_if = "Option::is_none"
+    )]
     budget_window: Option<Duration>,
 }
 

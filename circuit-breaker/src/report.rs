@@ -20,10 +20,10 @@ use std::fmt::{self, Write as _};
 use serde::{Deserialize, Serialize};
 
 use crate::breaker::CircuitState;
+use crate::clock::Timestamp;
 use crate::engine::{PauseReason, SkipReason};
 use crate::failure::FailureCategory;
 use crate::id::ToolId;
-use crate::clock::Timestamp;
 use crate::mirror::View;
 use crate::route::Route;
 use crate::scope::{Task, WorkStatus};

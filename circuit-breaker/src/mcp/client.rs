@@ -1736,6 +1736,8 @@ impl McpClientBuilder {
                 .record_server_check(&server.name, Availability::Available);
         }
         if let Some(interval) = self.check_every {
+            // Checked in the background: a long-running client, healing by time (B15).
+            inner.expeditor.run_as_service();
             spawn_checks(Arc::downgrade(&inner), interval);
         }
         Ok(McpClient { inner })

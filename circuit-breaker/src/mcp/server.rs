@@ -195,11 +195,20 @@ async fn wait_until(expeditor: &crate::Expeditor, at: Option<crate::clock::Times
 }
 
 fn offered_names(dispatch: &impl ToolDispatch) -> Vec<String> {
-    dispatch
-        .offered()
-        .into_iter()
-        .map(|definition| definition.name)
-        .collect()
+    dispatch.offered().iter().map(announced).collect()
+}
+
+/// What a client is told of a tool: its name, and whether it is on probation (its
+/// description says so, B15), so that a tool coming off probation is announced too.
+fn announced(definition: &ToolDefinition) -> String {
+    if definition
+        .description
+        .starts_with(crate::dispatch::PROBATION)
+    {
+        format!("{} (on probation)", definition.name)
+    } else {
+        definition.name.clone()
+    }
 }
 
 async fn notify_if_changed(
@@ -255,9 +264,10 @@ impl<D: ToolDispatch + 'static> ServerHandler for McpServer<D> {
     ) -> Result<InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
         if self.cycle_per_session {
-            let session = self.session.number.get_or_init(|| {
-                SESSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            });
+            let session = self
+                .session
+                .number
+                .get_or_init(|| SESSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
             self.dispatch
                 .expeditor()
                 .begin_conversation(&format!("mcp-session-{session}"));
@@ -278,8 +288,7 @@ impl<D: ToolDispatch + 'static> ServerHandler for McpServer<D> {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let offered = self.dispatch.offered();
-        self.session
-            .tell(offered.iter().map(|d| d.name.clone()).collect());
+        self.session.tell(offered.iter().map(announced).collect());
         // The offer changes as circuits open and close: never cache it.
         Ok(ListToolsResult::with_all_items(offered.iter().map(to_tool).collect()).with_ttl_ms(0))
     }
