@@ -3,8 +3,9 @@
 //! The official Python MCP SDK (PyPI `mcp`, pinned to [`MCP_VERSION`]) drives the example
 //! server (`examples/mcp_server`) over stdio: `tests/mcp_clients/python_client.py` walks
 //! initialize, tools/list, answers, failures opening a circuit, the list_changed
-//! notification, a routed call and a model's mistake, and exits non-zero on any check that
-//! does not hold.
+//! notification, a routed call and a model's mistake, then two long sessions on shortened
+//! clocks (B15: a budget freed by its window, a mended tool back on probation with no call),
+//! and exits non-zero on any check that does not hold.
 //!
 //! The SDK lives in a virtualenv under the cargo target dir ([`VENV`]), made on first use
 //! (`python3 -m venv`, `pip install mcp==MCP_VERSION`) under a file lock and reused after.

@@ -184,7 +184,7 @@ fn r2_2_policy_serde_rejects_invalid_values() {
     assert_eq!(partial.probe_unit(), ProbeUnit::Steps);
     assert_eq!(
         serde_json::to_string(&Policy::default()).unwrap(),
-        r#"{"threshold":3,"budget":5,"probe_every":3,"probe_unit":"attempts","cascade_window":2,"backoff_cap":20,"cascade_detection":true,"cool_down_cap":"30s","jitter":20}"#
+        r#"{"threshold":3,"budget":5,"probe_every":3,"probe_unit":"attempts","cascade_window":2,"backoff_cap":20,"cascade_detection":true,"jitter":20}"#
     );
 }
 

@@ -296,8 +296,11 @@ pub struct PolicyBuilder {
         skip_serializing_if = "Option::is_none"
     )]
     cool_down: Option<Duration>,
-    #[serde(with = "duration_text")]
-    cool_down_cap: Duration,
+    #[serde(
+        with = "duration_text::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    cool_down_cap: Option<Duration>,
     jitter: u8,
     #[serde(
         with = "duration_text::option",
@@ -372,11 +375,11 @@ impl PolicyBuilder {
         self
     }
 
-    /// The longest a cool-down grows to (default [`Policy::DEFAULT_COOL_DOWN_CAP`]); at least
-    /// the cool-down.
+    /// The longest a cool-down grows to (default: [`Policy::DEFAULT_COOL_DOWN_CAP`], or the
+    /// cool-down when that is longer); at least the cool-down.
     #[must_use]
     pub fn cool_down_cap(mut self, cap: Duration) -> Self {
-        self.cool_down_cap = cap;
+        self.cool_down_cap = Some(cap);
         self
     }
 
@@ -415,10 +418,13 @@ impl PolicyBuilder {
             problems.push(PolicyProblem::ZeroBackoffCap);
         }
         let too_short = |d: Duration| d < Duration::from_millis(1);
+        let cool_down_cap = self.cool_down_cap.unwrap_or_else(|| {
+            Policy::DEFAULT_COOL_DOWN_CAP.max(self.cool_down.unwrap_or_default())
+        });
         if self.cool_down.is_some_and(too_short) {
             problems.push(PolicyProblem::ZeroCoolDown);
         }
-        if too_short(self.cool_down_cap) || self.cool_down.is_some_and(|c| c > self.cool_down_cap) {
+        if too_short(cool_down_cap) || self.cool_down.is_some_and(|c| c > cool_down_cap) {
             problems.push(PolicyProblem::CoolDownCapBelowCoolDown);
         }
         if self.budget_window.is_some_and(too_short) {
@@ -429,7 +435,7 @@ impl PolicyBuilder {
         }
         let too_long = |d: Duration| d > MAX_DURATION;
         if self.cool_down.is_some_and(too_long)
-            || too_long(self.cool_down_cap)
+            || too_long(cool_down_cap)
             || self.budget_window.is_some_and(too_long)
         {
             problems.push(PolicyProblem::DurationTooLong);
@@ -444,7 +450,7 @@ impl PolicyBuilder {
                 backoff_cap: self.backoff_cap,
                 cascade_detection: self.cascade_detection,
                 cool_down: self.cool_down,
-                cool_down_cap: self.cool_down_cap,
+                cool_down_cap,
                 jitter: self.jitter,
                 budget_window: self.budget_window,
             })
@@ -465,7 +471,8 @@ impl From<Policy> for PolicyBuilder {
             backoff_cap: p.backoff_cap,
             cascade_detection: p.cascade_detection,
             cool_down: p.cool_down,
-            cool_down_cap: p.cool_down_cap,
+            cool_down_cap: (p.cool_down_cap != Policy::DEFAULT_COOL_DOWN_CAP)
+                .then_some(p.cool_down_cap),
             jitter: p.jitter,
             budget_window: p.budget_window,
         }

@@ -6,7 +6,10 @@ example server (`examples/mcp_server`) over stdio.
 spawns the server with `--break grep --fail-calls 3`, walks the same path as
 `tests/b9_mcp.rs` (initialize, tools/list, a call answered, three failures opening grep's
 circuit, `notifications/tools/list_changed`, the shrunk list, grep routed, a model's mistake)
-and prints one JSON object per step on stdout. Any check that does not hold ends the script
+and prints one JSON object per step on stdout. Then two long sessions (B15), on the
+server's shortened clocks: three tools each fail twice and mend (the fifth failure spends the
+budget; the window frees it again, announced with `list_changed`), and grep opens, mends and
+comes back on probation to a client that never calls what it is not offered. Any check that does not hold ends the script
 with exit status 1 and the reason on stderr. Run by `tests/b9_python_client.rs`.
 
 Written against the SDK's public client API only (`ClientSession`, `stdio_client`,
@@ -104,8 +107,9 @@ async def run(server):
             if method == "notifications/tools/list_changed":
                 list_changed.set()
 
+    # A cool-down longer than this session: grep stays off the offer throughout.
     params = StdioServerParameters(
-        command=server, args=["--break", "grep", "--fail-calls", "3"]
+        command=server, args=["--break", "grep", "--fail-calls", "3", "--cool-down", "60s"]
     )
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write, message_handler=on_message) as session:
@@ -190,8 +194,13 @@ async def run(server):
                 state = "OPEN" if attempt == 3 else "CLOSED"
                 check(meta.get("circuit_state") == state, f"grep #{attempt} _meta: {meta}")
             check(
-                note.endswith("Its circuit is now OPEN: do not call grep again in this task."),
-                f"the third note says the circuit opened: {note!r}",
+                "Its circuit is now OPEN: do not call grep before " in note
+                and note.endswith(
+                    "when it is offered again on probation. Instead, use read — read every note "
+                    "and look for the pattern (degradation: loses the index: every note is read "
+                    "in full)."
+                ),
+                f"the third note says the circuit opened, until when, and what to use: {note!r}",
             )
 
             try:
@@ -232,7 +241,112 @@ async def run(server):
                 f"gerp message with grep OPEN: {error.message!r}",
             )
 
+    await long_session_budget(server)
+    await long_session_probation(server)
     observed("done", ok=True)
+
+
+class Announcements:
+    """Counts `notifications/tools/list_changed`, and lets a step wait for the next one."""
+
+    def __init__(self):
+        self.count = 0
+        self.event = anyio.Event()
+
+    async def on_message(self, message):
+        inner = getattr(message, "root", message)
+        if getattr(inner, "method", None) == "notifications/tools/list_changed":
+            self.count += 1
+            self.event.set()
+
+    async def until(self, session, condition, what, seconds=WAIT):
+        """Waits for announcements until the listed tools satisfy `condition`."""
+        with anyio.move_on_after(seconds):
+            while True:
+                listed, tools = await names(session)
+                if condition(listed, tools):
+                    return listed, tools
+                self.event = anyio.Event()
+                await self.event.wait()
+        raise Failed(f"{what}: not within {seconds} s ({self.count} list_changed)")
+
+
+def session_args(*extra):
+    # Short clocks, so that a long session takes seconds.
+    return ["--cool-down", "1s", "--cool-down-cap", "2s", "--budget-window", "3s", *extra]
+
+
+async def long_session_budget(server):
+    """Three tools each fail twice and mend: no circuit opens, the fifth failure spends the
+    budget and pauses every tool; the window frees it again, and the client is told."""
+    arguments = {"grep": {"pattern": "staging"}, "read": {"path": "notes/deploy.md"},
+                 "count_words": {"text": "one two"}}
+    args = session_args("--break", "grep", "--break", "read", "--break", "count_words",
+                        "--fail-calls", "2")
+    announcements = Announcements()
+    params = StdioServerParameters(command=server, args=args)
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, message_handler=announcements.on_message) as session:
+            with anyio.fail_after(WAIT):
+                await session.initialize()
+            outcomes = []
+            for tool in ("grep", "read", "count_words"):
+                for _ in range(2):
+                    result = await call(session, tool, arguments[tool])
+                    outcomes.append(meta_of(result).get("outcome"))
+            observed("long session: six scattered failures", outcomes=outcomes)
+            check(outcomes[:5] == ["failed"] * 5, f"five failures charged: {outcomes}")
+            check(outcomes[5] == "refused", f"the sixth call is refused (paused): {outcomes}")
+            await announcements.until(session, lambda listed, _: listed == [], "paused")
+            listed, _ = await announcements.until(
+                session, lambda listed, _: len(listed) == 3, "usable again within the window"
+            )
+            observed("long session: the window freed the budget", names=listed)
+            for tool in ("grep", "read"):
+                result = await call(session, tool, arguments[tool])
+                check(is_error(result) is False, f"{tool} works again: {result!r}")
+            # count_words's sixth call was refused, not made: its fault has one call left.
+            result = await call(session, "count_words", arguments["count_words"])
+            check(is_error(result) is True, f"count_words fails once more: {result!r}")
+            result = await call(session, "count_words", arguments["count_words"])
+            check(is_error(result) is False, f"count_words works again: {result!r}")
+
+
+async def long_session_probation(server):
+    """grep fails three times (OPEN, off the offer) and mends; the client calls nothing it is
+    not offered, yet grep comes back on probation with list_changed, and its first call is
+    the probe that closes the circuit."""
+    announcements = Announcements()
+    params = StdioServerParameters(
+        command=server, args=session_args("--break", "grep", "--fail-calls", "3")
+    )
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, message_handler=announcements.on_message) as session:
+            with anyio.fail_after(WAIT):
+                await session.initialize()
+            for _ in range(3):
+                await call(session, "grep", {"pattern": "staging"})
+            await announcements.until(session, lambda listed, _: "grep" not in listed, "grep left")
+            # Only offered tools are called: read, while grep is away.
+            await call(session, "read", {"path": "notes/deploy.md"})
+            listed, tools = await announcements.until(
+                session, lambda listed, _: "grep" in listed, "grep back without a call"
+            )
+            grep = next(tool for tool in tools if tool.name == "grep")
+            observed("probation", names=listed, description=grep.description)
+            check(grep.description.startswith("[ON PROBATION"), f"on probation: {grep.description!r}")
+            result = await call(session, "grep", {"pattern": "staging"})
+            check(is_error(result) is False, f"the probe succeeds: {result!r}")
+            check(meta_of(result).get("circuit_state") == "CLOSED", f"closed: {meta_of(result)}")
+            await announcements.until(
+                session,
+                lambda _, tools: any(
+                    t.name == "grep" and not t.description.startswith("[ON PROBATION")
+                    for t in tools
+                ),
+                "grep off probation",
+            )
+            observed("probation over", list_changed=announcements.count)
 
 
 def main():
