@@ -566,6 +566,113 @@ fn b15_a_service_running_for_hours_heals_by_itself() {
     }
 }
 
+/// A real session of the example server's toolbox as a service runs it (its defaults: 5 s
+/// cool-down, 60 s budget window), on a manual clock: what the model is told, what it is
+/// offered, and the events, minute by minute. Pinned by a golden file, and shown in the
+/// README's section "Long-running services" word for word.
+#[cfg(feature = "mcp")]
+#[test]
+fn b15_transcript_of_a_service_that_heals_by_itself() {
+    use circuit_breaker::dispatch::ToolDispatch;
+    use notes::{GuardedNotebook, Notebook};
+    use serde_json::json;
+    use std::sync::Mutex;
+
+    let clock = ManualClock::new(Timestamp::parse("2026-12-04T09:00:00Z").unwrap());
+    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+    let stamp = {
+        let clock = clock.clone();
+        move || {
+            let t = clock.now().as_millis() / 1000 - 1_796_374_800;
+            format!("{:02}:{:02}", t / 60, t % 60)
+        }
+    };
+    let (observer_lines, observer_stamp) = (Arc::clone(&lines), stamp.clone());
+    let handle = clock.clone();
+    let guarded = GuardedNotebook::with_expeditor(Notebook::default(), move |b| {
+        b.clock(handle)
+            .jitter_seed(2026)
+            .observer(move |event: &Event| {
+                observer_lines
+                    .lock()
+                    .unwrap()
+                    .push(format!("{}  event: {event}", observer_stamp()));
+            })
+    });
+    let expeditor = guarded.expeditor().clone();
+    expeditor.run_as_service();
+    let say = |line: String| lines.lock().unwrap().push(format!("{}  {line}", stamp()));
+    let offer = |say: &dyn Fn(String)| {
+        let offered: Vec<String> = guarded
+            .offered()
+            .iter()
+            .map(|d| {
+                if d.description.starts_with("[ON PROBATION") {
+                    format!("{} (on probation)", d.name)
+                } else {
+                    d.name.clone()
+                }
+            })
+            .collect();
+        say(format!("tools/list: [{}]", offered.join(", ")));
+    };
+    let call = |say: &dyn Fn(String), tool: &str, args: serde_json::Value| {
+        let reply = common::block_on(guarded.dispatch(tool, args));
+        say(format!(
+            "call {tool} -> {}",
+            if reply.is_error() { "isError" } else { "ok" }
+        ));
+        say(format!("  text: {}", reply.text().replace('\n', " / ")));
+    };
+    let grep = || json!({ "pattern": "Deploy" });
+    let advance = |secs: u64| clock.advance(Duration::from_secs(secs));
+
+    offer(&say);
+    guarded.toolbox().faults.break_tool("grep", Some(3));
+    for _ in 0..3 {
+        call(&say, "grep", grep());
+    }
+    offer(&say);
+    advance(3);
+    expeditor.tick();
+    offer(&say);
+    advance(2);
+    expeditor.tick();
+    offer(&say);
+    call(&say, "grep", grep());
+    offer(&say);
+    // Scattered failures of three tools, none opening a circuit, spend the budget.
+    for tool in ["grep", "read", "count_words"] {
+        guarded.toolbox().faults.break_tool(tool, Some(2));
+    }
+    let args = |tool: &str| match tool {
+        "read" => json!({ "path": "notes/deploy.md" }),
+        "count_words" => json!({ "text": "one two" }),
+        _ => grep(),
+    };
+    advance(60);
+    for tool in ["grep", "read", "count_words"] {
+        for _ in 0..2 {
+            call(&say, tool, args(tool));
+            advance(1);
+        }
+    }
+    offer(&say);
+    // The instant the pause said, as the server's timer would tick.
+    advance(54);
+    expeditor.tick();
+    offer(&say);
+    let transcript = lines.lock().unwrap().join("\n");
+    common::assert_golden("b15_service_transcript.txt", &transcript);
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    assert!(
+        readme.contains(&transcript),
+        "README.md's \"Long-running services\" shows tests/golden/b15_service_transcript.txt \
+         word for word: paste it in again"
+    );
+}
+
 #[cfg(feature = "mcp")]
 #[path = "../examples/mcp_server/notes.rs"]
 #[allow(

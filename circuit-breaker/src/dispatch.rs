@@ -261,10 +261,20 @@ impl Reply {
                     note.push_str(" Do not repeat the same call now; the failure is recorded.");
                 }
                 if recorded.paused {
-                    note.push_str(
-                        " Every tool is now paused: stop and report the completed and incomplete \
-                         work to the user.",
-                    );
+                    match expeditor.pause_lifts_at() {
+                        // A service's pause lifts by itself (B15): say when, promise nothing else.
+                        Some(at) => {
+                            let _ = write!(
+                                note,
+                                " Every tool is now paused until {at}: report what is done and \
+                                 what is waiting."
+                            );
+                        }
+                        None => note.push_str(
+                            " Every tool is now paused: stop and report the completed and \
+                             incomplete work to the user.",
+                        ),
+                    }
                 }
                 Reply {
                     tool: tool.to_owned(),
