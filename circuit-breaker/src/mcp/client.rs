@@ -513,10 +513,13 @@ impl Server {
                 ServiceError::McpError(data) if data.code == ErrorCode::INVALID_PARAMS => {
                     Outcome::Mistake(data.message.into_owned())
                 }
-                ServiceError::McpError(data) => Outcome::Failed(Failure::with_category(
-                    format!("{} (JSON-RPC error {})", data.message, data.code.0),
-                    FailureCategory::Other,
-                )),
+                ServiceError::McpError(data) => {
+                    let failure = Failure::with_category(
+                        format!("{} (JSON-RPC error {})", data.message, data.code.0),
+                        FailureCategory::Other,
+                    );
+                    Outcome::Failed(with_hint(failure, data.data.as_ref()))
+                }
                 ServiceError::Cancelled { reason } => Outcome::Cancelled(
                     reason.unwrap_or_else(|| "the request was cancelled".to_owned()),
                 ),
@@ -588,8 +591,51 @@ fn classify_result(result: CallToolResult) -> Outcome {
     if mistake {
         Outcome::Mistake(message)
     } else {
-        Outcome::Failed(Failure::new(message))
+        let hint = result
+            .meta
+            .as_ref()
+            .map(|m| Value::Object(m.0.clone()))
+            .or_else(|| result.structured_content.clone());
+        Outcome::Failed(with_hint(Failure::new(message), hint.as_ref()))
     }
+}
+
+/// `failure` with the retry-after hint an MCP server gave, if it gave one (B13). MCP has no
+/// standard field for it; these are read from an error's `data` or a result's `_meta` (or
+/// structured content): `retryAfter` / `retry_after` in seconds (a number, or the text of an
+/// HTTP `Retry-After`: seconds or an HTTP-date), `retryAfterMs` / `retry_after_ms` in
+/// milliseconds. Anything negative, not finite or unreadable is no hint; a huge one is bounded
+/// by the policy's cool-down cap where it is used.
+fn with_hint(failure: Failure, data: Option<&Value>) -> Failure {
+    match data.and_then(retry_hint) {
+        Some(hint) => failure.with_retry_after(hint),
+        None => failure,
+    }
+}
+
+fn retry_hint(data: &Value) -> Option<Duration> {
+    let object = data.as_object()?;
+    let number = |value: &Value, unit: f64| {
+        let n = value.as_f64()? * unit;
+        // Up to a year: beyond that it is no hint a policy would take anyway.
+        (n.is_finite() && n >= 0.0).then(|| Duration::from_secs_f64(n.min(3.2e10)))
+    };
+    for key in ["retryAfterMs", "retry_after_ms"] {
+        if let Some(value) = object.get(key) {
+            return number(value, 0.001);
+        }
+    }
+    for key in ["retryAfter", "retry_after"] {
+        match object.get(key) {
+            Some(Value::String(text)) => {
+                let now = crate::clock::Timestamp::from_system_time(std::time::SystemTime::now());
+                return crate::failure::parse_retry_after(text, now);
+            }
+            Some(value) => return number(value, 1.0),
+            None => {}
+        }
+    }
+    None
 }
 
 // ----- the run-time map ------------------------------------------------------------------------
@@ -1867,4 +1913,52 @@ fn spawn_checks(client: Weak<Inner>, interval: Duration) {
             inner.check().await;
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn retry_hints_are_read_bounded_and_never_trusted_raw() {
+        let hint = |data: Value| retry_hint(&data);
+        assert_eq!(
+            hint(json!({ "retryAfter": 120 })),
+            Some(Duration::from_secs(120))
+        );
+        assert_eq!(
+            hint(json!({ "retry_after": "30" })),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            hint(json!({ "retryAfterMs": 1500 })),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            hint(json!({ "retryAfter": 2.5 })),
+            Some(Duration::from_millis(2500))
+        );
+        for junk in [
+            json!({ "retryAfter": -5 }),
+            json!({ "retryAfter": "soon" }),
+            json!({ "retryAfter": "-1" }),
+            json!({ "retryAfter": null }),
+            json!({ "retryAfter": [1] }),
+            json!({ "retry_after_ms": "1e400" }),
+            json!("retryAfter"),
+            json!(42),
+        ] {
+            assert_eq!(hint(junk.clone()), None, "{junk}");
+        }
+        // Absurd but readable: kept as a hint, bounded (here to a year; the policy's cap
+        // bounds it far below).
+        let huge = hint(json!({ "retryAfter": 1e300 })).unwrap();
+        assert!(huge <= Duration::from_secs(32_000_000_000));
+        let failure = with_hint(
+            Failure::new("rate limited"),
+            Some(&json!({ "retryAfter": 1e300 })),
+        );
+        assert!(failure.retry_after().is_some());
+    }
 }
