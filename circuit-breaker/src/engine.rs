@@ -1748,7 +1748,9 @@ impl Engine {
     /// A health check of tools involved in the systemic event in force succeeded: that is
     /// the recovery of its cause (B15). `false` when none of `tools` is involved.
     fn health_confirmed(&mut self, tools: &[ToolId], step: u64, changes: &mut Changes) -> bool {
-        let involved = matches!(self.halt, Some(PauseReason::Systemic { .. }))
+        // Only in a service: a typed agent's user confirms recovery (R9.3).
+        let involved = self.policy.is_timed()
+            && matches!(self.halt, Some(PauseReason::Systemic { .. }))
             && self.cascade.active()
             && tools.iter().any(|t| self.cascade.involved.contains(t));
         involved && self.confirm_recovery(step, changes).is_some()
