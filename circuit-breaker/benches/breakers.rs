@@ -283,6 +283,16 @@ impl Bench {
 /// An expeditor with one tool `work`. Probes are counted in steps and no step passes, so an
 /// OPEN tool stays OPEN however many attempts the harness makes.
 fn expeditor() -> (Expeditor, ToolId) {
+    expeditor_with(|policy| policy)
+}
+
+/// The same tool under a service's time policy (cool-down and budget window, B13): the
+/// healthy path must not notice.
+fn service_expeditor() -> (Expeditor, ToolId) {
+    expeditor_with(Policy::for_service)
+}
+
+fn expeditor_with(configure: fn(Policy) -> Policy) -> (Expeditor, ToolId) {
     let map = circuit_breaker::CapabilityMap::new().tool(
         circuit_breaker::ToolSpec::new("work")
             .provides("a cheap computation")
@@ -296,7 +306,7 @@ fn expeditor() -> (Expeditor, ToolId) {
         .build()
         .expect("valid policy");
     let expeditor = Expeditor::builder(map)
-        .policy(policy)
+        .policy(configure(policy))
         .build()
         .expect("valid map");
     let id = expeditor.tool("work").expect("declared");
@@ -419,6 +429,14 @@ fn healthy(c: &mut Criterion) {
         b.iter(|| {
             x = x.wrapping_add(1);
             black_box(guarded_call(&expeditor, id, black_box(x)))
+        });
+    });
+    let (service, service_id) = service_expeditor();
+    group.bench_function("circuit-breaker runtime API, service time policy", |b| {
+        let mut x = 0u64;
+        b.iter(|| {
+            x = x.wrapping_add(1);
+            black_box(guarded_call(&service, service_id, black_box(x)))
         });
     });
     let guarded = GuardedBench::new(Bench);

@@ -34,7 +34,8 @@ pub enum Event {
         /// The last error message.
         message: String,
     },
-    /// OPEN -> HALF-OPEN: a probe is due and was granted (R3.2).
+    /// OPEN -> HALF-OPEN: a probe is due (R3.2); the next call is its one probe. In a service
+    /// this happens when the cool-down ends, with no call: the tool is on probation (B15).
     HalfOpened {
         /// The tool.
         tool: String,
