@@ -65,6 +65,14 @@ pub enum Event {
         /// The budget.
         limit: u32,
     },
+    /// The model made as many mistakes this cycle as the policy allows: every call pauses
+    /// until a new cycle (B14).
+    MistakeLimit {
+        /// Mistakes made this cycle.
+        count: u32,
+        /// The limit.
+        limit: u32,
+    },
     /// A new cycle began: budget reset, breaker states kept (R7.4).
     CycleStarted {
         /// The new cycle's number.
@@ -164,6 +172,7 @@ impl Event {
             Event::Reopened { .. } => "reopened",
             Event::ProbeReleased { .. } => "probe_released",
             Event::BudgetExhausted { .. } => "budget_exhausted",
+            Event::MistakeLimit { .. } => "mistake_limit",
             Event::CycleStarted { .. } => "cycle_started",
             Event::ToolDiscovered { .. } => "tool_discovered",
             Event::Restored { .. } => "restored",
@@ -193,6 +202,7 @@ impl Event {
             | Event::SharedOpened { tool, .. }
             | Event::SharedClosed { tool } => Some(tool),
             Event::BudgetExhausted { .. }
+            | Event::MistakeLimit { .. }
             | Event::CycleStarted { .. }
             | Event::Restored { .. }
             | Event::Systemic { .. }
@@ -252,6 +262,7 @@ impl Event {
             Event::Opened { .. }
             | Event::Reopened { .. }
             | Event::BudgetExhausted { .. }
+            | Event::MistakeLimit { .. }
             | Event::Systemic { .. }
             | Event::ServerDown { .. }
             | Event::StoreUnavailable { .. } => emit!(tracing::Level::WARN),
@@ -330,6 +341,10 @@ impl fmt::Display for Event {
             Event::BudgetExhausted { consumed, limit } => write!(
                 f,
                 "FAILURE BUDGET EXHAUSTED — PAUSING ({consumed} / {limit} consumed)"
+            ),
+            Event::MistakeLimit { count, limit } => write!(
+                f,
+                "MISTAKE LIMIT REACHED — PAUSING ({count} / {limit} model mistakes this cycle)"
             ),
             Event::CycleStarted { cycle } => write!(
                 f,
@@ -443,6 +458,10 @@ mod tests {
             Event::BudgetExhausted {
                 consumed: 5,
                 limit: 5,
+            },
+            Event::MistakeLimit {
+                count: 20,
+                limit: 20,
             },
             Event::CycleStarted { cycle: 2 },
             Event::ToolDiscovered { tool: tool() },

@@ -66,7 +66,7 @@ pub use breaker::CircuitState;
 pub use capability::{AlternativeSpec, CapabilityMap, Degradation, ToolSpec};
 pub use executor::{CallError, Refusal, Routed};
 pub use expeditor::{Decision, Expeditor, PauseReason, SkipReason};
-pub use failure::{Classify, Failure, FailureCategory};
+pub use failure::{Blame, Classify, Failure, FailureCategory};
 pub use policy::Policy;
 pub use precheck::Availability;
 pub use route::Route;

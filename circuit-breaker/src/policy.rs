@@ -36,6 +36,7 @@ pub struct Policy {
     cascade_window: u64,
     backoff_cap: u32,
     cascade_detection: bool,
+    mistake_limit: u32,
 }
 
 impl Policy {
@@ -52,6 +53,10 @@ impl Policy {
     pub const DEFAULT_CASCADE_WINDOW: u64 = 2;
     /// The seed's cap on probe backoff after a cascade: 20 steps.
     pub const DEFAULT_BACKOFF_CAP: u32 = 20;
+    /// The model's mistakes allowed per cycle before every call pauses (B14): 20. Far more
+    /// than an agent that reads its errors makes, and far fewer than one stuck repeating a
+    /// bad call hundreds of times.
+    pub const DEFAULT_MISTAKE_LIMIT: u32 = 20;
 
     /// A builder starting from the defaults.
     pub fn builder() -> PolicyBuilder {
@@ -73,6 +78,7 @@ impl Policy {
             cascade_window: Self::DEFAULT_CASCADE_WINDOW,
             backoff_cap: Self::DEFAULT_BACKOFF_CAP,
             cascade_detection: true,
+            mistake_limit: Self::DEFAULT_MISTAKE_LIMIT,
         }
     }
 
@@ -114,6 +120,13 @@ impl Policy {
     pub const fn cascade_detection(&self) -> bool {
         self.cascade_detection
     }
+
+    /// The model's mistakes allowed per cycle (B14): unknown tools, bad arguments, calls a
+    /// tool rejected as the caller's. The mistake that reaches it pauses every call until a
+    /// new cycle, with a report.
+    pub const fn mistake_limit(&self) -> u32 {
+        self.mistake_limit
+    }
 }
 
 impl Default for Policy {
@@ -126,6 +139,7 @@ impl Default for Policy {
             cascade_window: Self::DEFAULT_CASCADE_WINDOW,
             backoff_cap: Self::DEFAULT_BACKOFF_CAP,
             cascade_detection: true,
+            mistake_limit: Self::DEFAULT_MISTAKE_LIMIT,
         }
     }
 }
@@ -141,6 +155,14 @@ pub struct PolicyBuilder {
     cascade_window: u64,
     backoff_cap: u32,
     cascade_detection: bool,
+    #[serde(skip_serializing_if = "is_default_mistake_limit")]
+    mistake_limit: u32,
+}
+
+/// A policy written before the mistake limit existed reads the same.
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_default_mistake_limit(limit: &u32) -> bool {
+    *limit == Policy::DEFAULT_MISTAKE_LIMIT
 }
 
 impl Default for PolicyBuilder {
@@ -154,6 +176,7 @@ impl Default for PolicyBuilder {
             cascade_window: p.cascade_window,
             backoff_cap: p.backoff_cap,
             cascade_detection: p.cascade_detection,
+            mistake_limit: p.mistake_limit,
         }
     }
 }
@@ -210,6 +233,15 @@ impl PolicyBuilder {
         self
     }
 
+    /// The model's mistakes allowed per cycle before every call pauses (at least 1; default
+    /// [`Policy::DEFAULT_MISTAKE_LIMIT`]). Zero is refused like every other zero of a policy:
+    /// it would pause at the first typo. For no practical limit, give `u32::MAX`.
+    #[must_use]
+    pub fn mistake_limit(mut self, limit: u32) -> Self {
+        self.mistake_limit = limit;
+        self
+    }
+
     /// Validates and builds the policy.
     ///
     /// # Errors
@@ -228,6 +260,9 @@ impl PolicyBuilder {
         if self.backoff_cap == 0 {
             problems.push(PolicyProblem::ZeroBackoffCap);
         }
+        if self.mistake_limit == 0 {
+            problems.push(PolicyProblem::ZeroMistakeLimit);
+        }
         if problems.is_empty() {
             Ok(Policy {
                 threshold: self.threshold,
@@ -237,6 +272,7 @@ impl PolicyBuilder {
                 cascade_window: self.cascade_window,
                 backoff_cap: self.backoff_cap,
                 cascade_detection: self.cascade_detection,
+                mistake_limit: self.mistake_limit,
             })
         } else {
             Err(PolicyError(problems))
@@ -254,6 +290,7 @@ impl From<Policy> for PolicyBuilder {
             cascade_window: p.cascade_window,
             backoff_cap: p.backoff_cap,
             cascade_detection: p.cascade_detection,
+            mistake_limit: p.mistake_limit,
         }
     }
 }
@@ -277,6 +314,8 @@ pub enum PolicyProblem {
     ZeroProbeInterval,
     /// A backoff cap of 0 would leave no time between probes after a cascade.
     ZeroBackoffCap,
+    /// A mistake limit of 0 would pause at the model's first mistake.
+    ZeroMistakeLimit,
 }
 
 impl fmt::Display for PolicyProblem {
@@ -286,6 +325,7 @@ impl fmt::Display for PolicyProblem {
             PolicyProblem::ZeroBudget => "budget must be at least 1 failure per cycle",
             PolicyProblem::ZeroProbeInterval => "probe_every must be at least 1",
             PolicyProblem::ZeroBackoffCap => "backoff_cap must be at least 1",
+            PolicyProblem::ZeroMistakeLimit => "mistake_limit must be at least 1",
         })
     }
 }
