@@ -316,7 +316,7 @@ impl Reply {
 
     /// The reply to a mistake already counted: its text, then the pause note when the
     /// model's mistakes have paused every call (B14).
-    fn mistake_reply(
+    pub(crate) fn mistake_reply(
         expeditor: &Expeditor,
         tool: &str,
         mistake: ModelMistake,

@@ -415,6 +415,7 @@ impl Engine {
         &mut self,
         tool: ToolId,
         via: Via,
+        kind: MistakeKind,
         changes: &mut Changes,
     ) -> Option<Recorded> {
         let i = tool.index() as usize;
@@ -424,7 +425,7 @@ impl Engine {
         if matches!(via, Via::Probe(_)) {
             self.succeed(tool, via, changes);
         }
-        self.record_mistake(MistakeKind::Rejected, changes);
+        self.record_mistake(kind, changes);
         Some(self.recorded(i))
     }
 

@@ -314,9 +314,14 @@ impl<'a> Ticket<'a> {
     /// tool's run of failures is left as it was; a probe answered so is a successful probe
     /// (the tool was reached and answered coherently). The tool's message is the caller's to
     /// show the model; the expeditor keeps only the count.
-    pub fn mistake(mut self) -> Recorded {
+    pub fn mistake(self) -> Recorded {
+        self.mistake_of(crate::engine::MistakeKind::Rejected)
+    }
+
+    /// [`mistake`](Self::mistake), counted as `kind`.
+    pub(crate) fn mistake_of(mut self, kind: crate::engine::MistakeKind) -> Recorded {
         self.done = true;
-        self.expeditor.record_caller_mistake(self.tool, self.via)
+        self.expeditor.record_caller_mistake(self.tool, self.via, kind)
     }
 
     /// Records a `Result`: `Ok` as a success, `Err` as a failure built by `to_failure`.
@@ -806,14 +811,19 @@ impl Expeditor {
     #[cold]
     fn record_failure(&self, tool: ToolId, via: Via, failure: Failure) -> Recorded {
         if failure.blame() == crate::failure::Blame::Caller {
-            return self.record_caller_mistake(tool, via);
+            return self.record_caller_mistake(tool, via, crate::engine::MistakeKind::Rejected);
         }
         let now = self.now();
         self.command(|engine, changes, step| engine.fail(tool, via, failure, step, now, changes))
     }
 
     #[cold]
-    fn record_caller_mistake(&self, tool: ToolId, via: Via) -> Recorded {
+    fn record_caller_mistake(
+        &self,
+        tool: ToolId,
+        via: Via,
+        kind: crate::engine::MistakeKind,
+    ) -> Recorded {
         if matches!(via, Via::Probe(_))
             && let Some(slot) = self.inner.mirror.get(tool)
         {
@@ -823,7 +833,7 @@ impl Expeditor {
         }
         self.command(|engine, changes, _| {
             engine
-                .caller_mistake(tool, via, changes)
+                .caller_mistake(tool, via, kind, changes)
                 .unwrap_or_else(|| Recorded {
                     state: CircuitState::Closed,
                     consecutive_failures: 0,

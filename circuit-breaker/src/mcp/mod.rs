@@ -148,7 +148,7 @@ mod client;
 mod server;
 
 pub use client::{
-    DEFAULT_CONNECT_TIMEOUT, DEFAULT_DEADLINE, DEFAULT_HEALTH_TTL, DEFAULT_PING_TIMEOUT,
+    DEFAULT_CALLER_ERRORS, DEFAULT_CONNECT_TIMEOUT, DEFAULT_DEADLINE, DEFAULT_HEALTH_TTL, DEFAULT_PING_TIMEOUT,
     DuplicateTool, McpClient, McpClientBuilder, McpClientError, OverlayProblem, ServerCommand,
 };
 pub use server::{McpServer, to_call_tool_result, to_tool};
