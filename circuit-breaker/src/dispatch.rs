@@ -322,14 +322,16 @@ impl Reply {
         mistake: ModelMistake,
         state: Option<CircuitState>,
     ) -> Reply {
-        let mut note = mistake.to_string();
-        if let Some(pause @ crate::engine::PauseReason::MistakeLimit { .. }) = expeditor.paused() {
-            let _ = write!(
-                note,
-                "\n{}",
+        let note = match expeditor.paused() {
+            // Paused by the model's own mistakes: what was wrong, then the pause, and no
+            // advice to call again.
+            Some(pause @ crate::engine::PauseReason::MistakeLimit { .. }) => format!(
+                "{}\n{}",
+                mistake.fact(),
                 crate::report::ModelNote::for_pause(pause, None, None)
-            );
-        }
+            ),
+            _ => mistake.to_string(),
+        };
         Reply {
             tool: clip(tool),
             note: Some(note),

@@ -859,6 +859,26 @@ pub enum ModelMistake {
     },
 }
 
+impl ModelMistake {
+    /// What is wrong, without what to do next: the text once every call is paused, when the
+    /// advice to call again would be an action nobody can take (B15).
+    pub(crate) fn fact(&self) -> String {
+        match self {
+            ModelMistake::UnknownTool { name, .. } => {
+                format!("There is no tool named \"{}\".", clip(name))
+            }
+            ModelMistake::BadArguments { tool, message } => format!(
+                "The arguments for {tool} do not fit its schema: {}. Nothing was called.",
+                clip(message)
+            ),
+            ModelMistake::Rejected { tool, message, .. } => format!(
+                "{tool} rejected the call: {}. This is a problem with the call, not the tool.",
+                clip(message).trim_end_matches(['.', ' '])
+            ),
+        }
+    }
+}
+
 impl fmt::Display for ModelMistake {
     /// The text for the model: what is wrong, and what to do.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
