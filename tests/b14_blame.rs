@@ -401,7 +401,7 @@ mod mcp {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use circuit_breaker::dispatch::{ReplyOutcome, ToolDispatch};
+    use circuit_breaker::dispatch::ReplyOutcome;
     use circuit_breaker::mcp::{
         DEFAULT_CALLER_ERRORS, McpClient, McpClientBuilder, McpClientError, McpServer,
         OverlayProblem,
@@ -590,7 +590,7 @@ servers:
             let reply = client
                 .call("read_text_file", json!({ "path": present }))
                 .await;
-            assert_eq!(reply.value, Some(json!("here")), "{reply:?}");
+            assert_eq!(reply.value, Some(json!({ "content": "here" })), "{reply:?}");
             for name in ["a.txt", "b.txt", "c.txt"] {
                 let path = dir.join(name);
                 let reply = client.call("read_text_file", json!({ "path": path })).await;
