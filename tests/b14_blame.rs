@@ -88,7 +88,10 @@ pub struct Desk {
 #[toolbox(json, policy(threshold = 2, budget = 5, probe_every = 1))]
 impl Desk {
     /// Reads a text file.
-    #[tool(provides = "file reading", fallback = "ask the user for the file's contents")]
+    #[tool(
+        provides = "file reading",
+        fallback = "ask the user for the file's contents"
+    )]
     fn read_text_file(
         &self,
         /// The file's path.
@@ -108,7 +111,11 @@ impl Desk {
     /// Divides `a` by `b`.
     #[tool(provides = "arithmetic", fallback = "do the arithmetic by hand")]
     fn divide(&self, a: f64, b: f64) -> Result<f64, DivisionByZero> {
-        if b == 0.0 { Err(DivisionByZero) } else { Ok(a / b) }
+        if b == 0.0 {
+            Err(DivisionByZero)
+        } else {
+            Ok(a / b)
+        }
     }
 
     /// Fetches a web page.
@@ -181,10 +188,9 @@ fn b14_a_typed_callers_mistake_never_opens_a_circuit_and_is_never_charged() {
     let mistakes = expeditor.state_table().mistakes;
     assert_eq!((mistakes.rejected, mistakes.total()), (5, 5));
     assert!(
-        expeditor
-            .state_table()
-            .to_string()
-            .ends_with("Model mistakes: 5 (5 rejected by the tool) — not charged to any tool or the budget"),
+        expeditor.state_table().to_string().ends_with(
+            "Model mistakes: 5 (5 rejected by the tool) — not charged to any tool or the budget"
+        ),
         "{}",
         expeditor.state_table()
     );
@@ -194,7 +200,10 @@ fn b14_a_typed_callers_mistake_never_opens_a_circuit_and_is_never_charged() {
     desk.toolbox().disk_broken.store(true, Ordering::SeqCst);
     for _ in 0..2 {
         let reply = call(&desk, "read_text_file", json!({ "path": "/data/x" }));
-        assert!(matches!(reply.outcome, ReplyOutcome::Failed { .. }), "{reply:?}");
+        assert!(
+            matches!(reply.outcome, ReplyOutcome::Failed { .. }),
+            "{reply:?}"
+        );
     }
     assert_eq!(expeditor.state(read), Some(CircuitState::Open));
     assert_eq!(expeditor.budget().status().consumed, 2);
@@ -206,8 +215,7 @@ fn b14_division_by_zero_and_a_failed_probe_elsewhere_are_no_systemic_failure() {
     let expeditor = desk.expeditor().clone();
     for _ in 0..2 {
         let reply = call(&desk, "divide", json!({ "a": 1.0, "b": 0.0 }));
-        let ReplyOutcome::Mistake(ModelMistake::Rejected { category, .. }) = &reply.outcome
-        else {
+        let ReplyOutcome::Mistake(ModelMistake::Rejected { category, .. }) = &reply.outcome else {
             panic!("the caller's mistake: {reply:?}");
         };
         assert_eq!(*category, FailureCategory::InvalidInput);
@@ -236,7 +244,11 @@ fn b14_division_by_zero_and_a_failed_probe_elsewhere_are_no_systemic_failure() {
     assert_eq!(expeditor.systemic_event(), None);
     let divide = expeditor.tool("divide").unwrap();
     assert_eq!(expeditor.state(divide), Some(CircuitState::Closed));
-    assert_eq!(expeditor.budget().status().consumed, 3, "fetch's failures only");
+    assert_eq!(
+        expeditor.budget().status().consumed,
+        3,
+        "fetch's failures only"
+    );
     let report = expeditor.pause_report(&Task::new()).to_string();
     assert!(!report.contains("divide failures"), "{report}");
     assert!(report.contains("divide: CLOSED (healthy)"), "{report}");
@@ -268,7 +280,11 @@ fn b14_a_probe_answered_by_the_callers_mistake_is_a_successful_probe() {
     assert_eq!(expeditor.state(read), Some(CircuitState::Closed));
     assert_eq!(expeditor.breaker(read).unwrap().consecutive_failures(), 0);
     assert!(expeditor.breaker(read).unwrap().last_success().is_some());
-    assert_eq!(expeditor.budget().status().consumed, 2, "the probe is not charged");
+    assert_eq!(
+        expeditor.budget().status().consumed,
+        2,
+        "the probe is not charged"
+    );
     assert_eq!(expeditor.state_table().mistakes.rejected, 1);
 }
 
@@ -285,7 +301,11 @@ fn b14_a_model_repeating_a_bad_call_is_stopped_at_the_mistake_limit_with_a_repor
     let mut last_mistake = None;
     let mut stopped = None;
     for turn in 1..=754 {
-        let reply = call(&desk, "read_text_file", json!({ "path": "/tmp/report.txt" }));
+        let reply = call(
+            &desk,
+            "read_text_file",
+            json!({ "path": "/tmp/report.txt" }),
+        );
         match reply.outcome {
             ReplyOutcome::Mistake(_) => last_mistake = Some(reply),
             ReplyOutcome::Refused { .. } => {
@@ -479,7 +499,9 @@ mod mcp {
             let reply = client.call(tool, json!({ "path": "/srv/x" })).await;
             assert!(reply.is_error());
             out[i] = match &reply.outcome {
-                ReplyOutcome::Mistake(ModelMistake::Rejected { category, message, .. }) => {
+                ReplyOutcome::Mistake(ModelMistake::Rejected {
+                    category, message, ..
+                }) => {
                     assert_eq!(*category, FailureCategory::NotFound);
                     assert_eq!(message, "ENOENT: no such file or directory, open '/srv/x'");
                     true

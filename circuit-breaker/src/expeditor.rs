@@ -321,7 +321,8 @@ impl<'a> Ticket<'a> {
     /// [`mistake`](Self::mistake), counted as `kind`.
     pub(crate) fn mistake_of(mut self, kind: crate::engine::MistakeKind) -> Recorded {
         self.done = true;
-        self.expeditor.record_caller_mistake(self.tool, self.via, kind)
+        self.expeditor
+            .record_caller_mistake(self.tool, self.via, kind)
     }
 
     /// Records a `Result`: `Ok` as a success, `Err` as a failure built by `to_failure`.

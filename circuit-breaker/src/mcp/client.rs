@@ -1199,7 +1199,11 @@ impl Inner {
     /// Whether an `isError` result of `category` is the caller's mistake (B14): as the
     /// tool's overlay says, else its server's, else [`DEFAULT_CALLER_ERRORS`].
     fn blames_caller(&self, entry: &Entry, server: &Server, category: FailureCategory) -> bool {
-        match self.expeditor.spec(entry.id).and_then(|s| s.caller_errors()) {
+        match self
+            .expeditor
+            .spec(entry.id)
+            .and_then(|s| s.caller_errors())
+        {
             Some(categories) => categories.contains(&category),
             None => server.caller_errors.contains(&category),
         }
