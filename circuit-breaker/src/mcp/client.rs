@@ -1724,7 +1724,7 @@ impl McpClientBuilder {
         let unknown: Vec<OverlayProblem> = self
             .overlay
             .iter()
-            .flat_map(|o| o.servers())
+            .flat_map(CapabilityMap::servers)
             .filter(|s| !self.servers.iter().any(|c| c.name == s.name()))
             .map(|s| OverlayProblem::UnknownServer {
                 server: s.name().to_owned(),
