@@ -333,6 +333,7 @@ fn message(category: FailureCategory) -> &'static str {
         FailureCategory::Timeout => "timed out",
         FailureCategory::NotFound => "no such file",
         FailureCategory::Other => "it broke",
+        FailureCategory::InvalidInput => "invalid argument",
     }
 }
 

@@ -864,7 +864,9 @@ fn assert_independent(expeditor: &Expeditor, log: &EventLog, failures: u32) {
 
 #[test]
 fn r9_1_categories_come_from_typed_errors_first() {
-    use FailureCategory::{Filesystem, Network, NotFound, Other, Permission, Timeout};
+    use FailureCategory::{
+        Filesystem, InvalidInput, Network, NotFound, Other, Permission, Timeout,
+    };
     // Exit statuses as shells report them.
     for (code, category) in [
         (126, Permission),
@@ -895,8 +897,8 @@ fn r9_1_categories_come_from_typed_errors_first() {
         (408, Timeout),
         (404, NotFound),
         (410, NotFound),
-        (400, Other),
-        (422, Other),
+        (400, InvalidInput),
+        (422, InvalidInput),
         (429, Other),
         (500, Other),
         (200, Other),
@@ -919,7 +921,7 @@ fn r9_1_categories_come_from_typed_errors_first() {
         io::ErrorKind::InvalidInput,
         "connection refused is not a path",
     );
-    assert_eq!(Failure::from(bad).category(), Other);
+    assert_eq!(Failure::from(bad).category(), InvalidInput);
     // `ErrorKind::Other` says nothing: the message is the last resort.
     assert_eq!(
         Failure::from(io::Error::other("no route to host")).category(),
@@ -931,7 +933,7 @@ fn r9_1_categories_come_from_typed_errors_first() {
         (io::ErrorKind::StorageFull, Filesystem),
         (io::ErrorKind::IsADirectory, Other),
         (io::ErrorKind::AlreadyExists, Other),
-        (io::ErrorKind::InvalidInput, Other),
+        (io::ErrorKind::InvalidInput, InvalidInput),
     ] {
         assert_eq!(FailureCategory::from_io_kind(kind), category, "{kind:?}");
     }
@@ -976,7 +978,9 @@ fn r9_1_a_process_exit_status_gives_the_category() {
 
 #[test]
 fn r9_1_messages_are_matched_conservatively() {
-    use FailureCategory::{Filesystem, Network, NotFound, Other, Permission, Timeout};
+    use FailureCategory::{
+        Filesystem, InvalidInput, Network, NotFound, Other, Permission, Timeout,
+    };
     for (message, category) in [
         // Unambiguous infrastructure phrases.
         (
@@ -1009,7 +1013,8 @@ fn r9_1_messages_are_matched_conservatively() {
         ("401 Unauthorized", Other),
         ("is a directory", Other),
         ("filesystem error", Other),
-        ("invalid argument: --frobnicate", Other),
+        // Rejected input, tool-local (B14): whose mistake it is, is the failure's blame.
+        ("invalid argument: --frobnicate", InvalidInput),
         ("exit status 2", Other),
         ("dnsmasq: bad option", Other),
         ("", Other),

@@ -521,6 +521,19 @@ pub fn json_reply<T: JsonValue, E: JsonError>(
             recorded,
             route,
         }),
+        Err(CallError::Rejected {
+            tool,
+            error,
+            recorded,
+            route,
+            category,
+        }) => Err(CallError::Rejected {
+            tool,
+            error: Message(error.__cb_message()),
+            recorded,
+            route,
+            category,
+        }),
         Err(CallError::Refused(refusal)) => Err(CallError::Refused(refusal)),
     };
     Reply::from_call_of(expeditor, Some(id.into()), tool, result)

@@ -299,6 +299,11 @@ pub struct ToolSpec {
     /// together when the server cannot be reached (B10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     server: Option<Text>,
+    /// The categories of the tool's reported errors that are the caller's mistake (B14), for
+    /// tools whose errors are untyped (a foreign MCP server's); `None` keeps the server's or
+    /// the client's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    caller_errors: Option<Vec<crate::failure::FailureCategory>>,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
@@ -322,6 +327,7 @@ impl ToolSpec {
                 probe_every: None,
                 caches: false,
                 server: None,
+                caller_errors: None,
             },
         }
     }
@@ -346,6 +352,7 @@ impl ToolSpec {
             probe_every,
             caches,
             server: None,
+            caller_errors: None,
         }
     }
 
@@ -356,6 +363,12 @@ impl ToolSpec {
             .provides("capability discovered at run time")
             .fallback("report that this tool could not be used and what it was needed for")
             .build()
+    }
+
+    /// The categories of the tool's reported errors that are the caller's mistake, if the
+    /// map says ([`ToolSpecBuilder::caller_errors`]).
+    pub fn caller_errors(&self) -> Option<&[crate::failure::FailureCategory]> {
+        self.caller_errors.as_deref()
     }
 
     /// The tool's name.
@@ -475,6 +488,18 @@ impl ToolSpecBuilder {
         self
     }
 
+    /// Says which categories of the tool's reported errors are the caller's mistake (B14):
+    /// answered and counted as the model's, never charged to the tool. Read by the MCP
+    /// client for a foreign server's `isError` results (an empty list charges every error to
+    /// the tool); a typed tool says it through [`Classify::blame`](crate::Classify::blame).
+    pub fn caller_errors(
+        mut self,
+        categories: impl IntoIterator<Item = crate::failure::FailureCategory>,
+    ) -> Self {
+        self.spec.caller_errors = Some(categories.into_iter().collect());
+        self
+    }
+
     /// The spec. It is not validated here: [`CapabilityMap::validate`] (or the expeditor's
     /// build) checks it with the rest of the map.
     pub fn build(self) -> ToolSpec {
@@ -503,6 +528,54 @@ impl From<ToolSpec> for ToolSpecBuilder {
 pub struct CapabilityMap {
     #[serde(rename = "capability_map")]
     tools: Cow<'static, [ToolSpec]>,
+    /// What the map says of whole servers (an MCP client's overlay, B14).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    servers: Vec<ServerSpec>,
+}
+
+/// What a capability map says of a whole server (an MCP server the client connects): which
+/// categories of its tools' reported errors are the caller's mistake (B14), unless a tool
+/// says otherwise ([`ToolSpecBuilder::caller_errors`]).
+///
+/// In YAML, beside the tools: `servers: [{ server: files, caller_errors: [not_found] }]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSpec {
+    #[serde(rename = "server")]
+    name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    caller_errors: Option<Vec<crate::failure::FailureCategory>>,
+}
+
+impl ServerSpec {
+    /// What the map says of server `name`: nothing yet.
+    pub fn new(name: impl Into<String>) -> Self {
+        ServerSpec {
+            name: name.into(),
+            caller_errors: None,
+        }
+    }
+
+    /// The categories of its tools' reported errors that are the caller's mistake; an empty
+    /// list charges every error to the tool.
+    #[must_use]
+    pub fn caller_errors(
+        mut self,
+        categories: impl IntoIterator<Item = crate::failure::FailureCategory>,
+    ) -> Self {
+        self.caller_errors = Some(categories.into_iter().collect());
+        self
+    }
+
+    /// The server's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The categories of its tools' reported errors that are the caller's mistake, if said.
+    pub fn caller_categories(&self) -> Option<&[crate::failure::FailureCategory]> {
+        self.caller_errors.as_deref()
+    }
 }
 
 impl CapabilityMap {
@@ -511,6 +584,7 @@ impl CapabilityMap {
     pub(crate) const fn borrowed(tools: &'static [ToolSpec]) -> Self {
         CapabilityMap {
             tools: Cow::Borrowed(tools),
+            servers: Vec::new(),
         }
     }
 
@@ -524,6 +598,18 @@ impl CapabilityMap {
     pub fn tool(mut self, spec: impl Into<ToolSpec>) -> Self {
         self.tools.to_mut().push(spec.into());
         self
+    }
+
+    /// Adds what the map says of a whole server ([`ServerSpec`]), after those already added.
+    #[must_use]
+    pub fn server(mut self, server: ServerSpec) -> Self {
+        self.servers.push(server);
+        self
+    }
+
+    /// What the map says of whole servers, in declaration order.
+    pub fn servers(&self) -> &[ServerSpec] {
+        &self.servers
     }
 
     /// The tools, in declaration order.

@@ -80,7 +80,9 @@ pub(crate) const fn cause_of(category: Option<FailureCategory>) -> &'static str 
         Some(FailureCategory::Permission) => "permissions",
         Some(FailureCategory::Timeout) => "timeout",
         Some(FailureCategory::NotFound) => "missing-resource",
-        Some(FailureCategory::Other) | None => "shared infrastructure",
+        Some(FailureCategory::InvalidInput | FailureCategory::Other) | None => {
+            "shared infrastructure"
+        }
     }
 }
 

@@ -128,7 +128,9 @@ impl Reply {
         meta.insert("outcome".into(), outcome.into());
         // The tool's own message, apart from the note around it: a client that guards this
         // server in turn (our MCP client) records it as the failure, not the whole text.
-        if let ReplyOutcome::Failed { message } = &self.outcome {
+        if let ReplyOutcome::Failed { message }
+        | ReplyOutcome::Mistake(ModelMistake::Rejected { message, .. }) = &self.outcome
+        {
             meta.insert("error".into(), message.clone().into());
         }
         if let Some(state) = self.state {
@@ -286,6 +288,23 @@ impl Reply {
                     state,
                 }
             }
+            Err(CallError::Rejected {
+                tool: rejected_by,
+                error,
+                route,
+                category,
+                ..
+            }) => {
+                // Counted already, by the ticket (B14): only answered here.
+                let mistake = ModelMistake::Rejected {
+                    tool: rejected_by,
+                    message: error.to_string(),
+                    category,
+                };
+                let mut reply = Reply::mistake_reply(expeditor, tool, mistake, state);
+                reply.route = route.map(|r| *r);
+                reply
+            }
             Err(CallError::Refused(refusal)) => Reply::refused(tool, &refusal, state),
         }
     }
@@ -305,8 +324,9 @@ impl Reply {
     }
 
     /// The reply to a model's own mistake; the mistake is counted, never charged.
-    /// Recorded on the call's `execute_tool` span (B12) as `error.type` `unknown_tool` or
-    /// `invalid_arguments`.
+    /// Recorded on the call's `execute_tool` span (B12) as `error.type` `unknown_tool`,
+    /// `invalid_arguments` or `rejected`. The mistake that reaches the policy's
+    /// [`mistake_limit`](crate::Policy::mistake_limit) says that every tool is now paused.
     pub fn mistake(expeditor: &Expeditor, tool: &str, mistake: ModelMistake) -> Reply {
         expeditor.record_mistake(&mistake);
         let (error, why) = match &mistake {
@@ -317,12 +337,36 @@ impl Reply {
                 crate::telemetry::ErrorType::InvalidArguments,
                 message.as_str(),
             ),
+            ModelMistake::Rejected { message, .. } => {
+                (crate::telemetry::ErrorType::Rejected, message.as_str())
+            }
         };
         crate::telemetry::mistake(tool, error, why);
         let state = expeditor.tool(tool).and_then(|id| expeditor.state(id));
+        Reply::mistake_reply(expeditor, tool, mistake, state)
+    }
+
+    /// The reply to a mistake already counted: its text, then the pause note when the
+    /// model's mistakes have paused every call (B14).
+    pub(crate) fn mistake_reply(
+        expeditor: &Expeditor,
+        tool: &str,
+        mistake: ModelMistake,
+        state: Option<CircuitState>,
+    ) -> Reply {
+        let note = match expeditor.paused() {
+            // Paused by the model's own mistakes: what was wrong, then the pause, and no
+            // advice to call again.
+            Some(pause @ crate::engine::PauseReason::MistakeLimit { .. }) => format!(
+                "{}\n{}",
+                mistake.fact(),
+                crate::report::ModelNote::for_pause(pause, None, None, expeditor.pause_lifts_at())
+            ),
+            _ => mistake.to_string(),
+        };
         Reply {
             tool: clip(tool),
-            note: Some(mistake.to_string()),
+            note: Some(note),
             outcome: ReplyOutcome::Mistake(mistake),
             value: None,
             route: None,

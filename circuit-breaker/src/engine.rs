@@ -62,6 +62,14 @@ pub enum PauseReason {
     },
     /// Every remaining sub-task is deferred (R5.4).
     NothingAchievable,
+    /// The model made as many mistakes this cycle as the policy allows (B14): it is stuck,
+    /// so every call pauses until a new cycle.
+    MistakeLimit {
+        /// Mistakes made this cycle.
+        count: u32,
+        /// The policy's [`mistake_limit`](crate::Policy::mistake_limit).
+        limit: u32,
+    },
 }
 
 /// Why a tool is not called: the reason of a [`Skip`](crate::expeditor::Skip) and of a
@@ -111,21 +119,42 @@ pub struct Recorded {
     pub paused: bool,
 }
 
-/// The model's own mistakes in this cycle (B8): a tool name that is no tool, arguments that
-/// do not parse. Counted on a line of their own in the reports, never charged to a tool's
-/// breaker or the failure budget. A new cycle starts the count again.
+/// The model's own mistakes in this cycle (B8, B14): a tool name that is no tool, arguments
+/// that do not parse, a call the tool rejected as the caller's. Counted on a line of their
+/// own in the reports, never charged to a tool's breaker or the failure budget; at the
+/// policy's [`mistake_limit`](crate::Policy::mistake_limit) every call pauses. A new cycle
+/// starts the count again.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct MistakeCount {
     /// Calls of a name that is no tool.
     pub unknown_tool: u32,
     /// Calls whose arguments did not fit the tool's schema.
     pub bad_arguments: u32,
+    /// Calls the tool answered as the caller's mistake (B14): a resource the call named that
+    /// does not exist, an input it does not accept.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rejected: u32,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// Which of the model's mistakes (B8, B14).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MistakeKind {
+    UnknownTool,
+    BadArguments,
+    Rejected,
 }
 
 impl MistakeCount {
     /// Every mistake counted.
     pub fn total(&self) -> u32 {
-        self.unknown_tool.saturating_add(self.bad_arguments)
+        self.unknown_tool
+            .saturating_add(self.bad_arguments)
+            .saturating_add(self.rejected)
     }
 
     /// Whether none was made.
@@ -146,6 +175,9 @@ impl std::fmt::Display for MistakeCount {
         }
         if self.bad_arguments > 0 {
             parts.push(format!("{} with bad arguments", self.bad_arguments));
+        }
+        if self.rejected > 0 {
+            parts.push(format!("{} rejected by the tool", self.rejected));
         }
         write!(
             f,
@@ -257,6 +289,8 @@ struct Timers {
     trials: u32,
     /// The conversation (or session) the current cycle belongs to.
     conversation: Option<String>,
+    /// When a pause for the model's mistakes lifts, in a service.
+    mistakes_lift: Option<Timestamp>,
 }
 
 /// One draw of the jitter: splitmix64, enough to spread a fleet's probes.
@@ -461,6 +495,17 @@ impl Engine {
             self.recover(step, changes);
             changes.events.push(Event::RecoveryOnTrial { cause });
         }
+        if matches!(self.halt, Some(PauseReason::MistakeLimit { .. }))
+            && self.timers.mistakes_lift.is_some_and(|at| now >= at)
+        {
+            self.timers.mistakes_lift = None;
+            self.halt = None;
+            self.mistakes = MistakeCount::default();
+            changes.touch_all();
+            changes.events.push(Event::MistakesForgiven {
+                limit: self.policy.mistake_limit(),
+            });
+        }
         if self.halt.is_none() {
             for i in 0..self.records.len() {
                 self.probation(i, now, changes);
@@ -528,8 +573,12 @@ impl Engine {
             .timers
             .systemic_due
             .filter(|_| matches!(self.halt, Some(PauseReason::Systemic { .. })));
+        let mistakes = self
+            .timers
+            .mistakes_lift
+            .filter(|_| matches!(self.halt, Some(PauseReason::MistakeLimit { .. })));
         let again = now.plus(std::time::Duration::from_secs(1));
-        [probes, budget, systemic]
+        [probes, budget, systemic, mistakes]
             .into_iter()
             .flatten()
             .map(|at| if at <= now { again } else { at })
@@ -544,7 +593,8 @@ impl Engine {
                 self.budget.next_expiry(self.policy.budget_window()?)
             }
             PauseReason::Systemic { .. } => self.timers.systemic_due,
-            _ => None,
+            PauseReason::MistakeLimit { .. } => self.timers.mistakes_lift,
+            PauseReason::NothingAchievable => None,
         }
     }
 
@@ -628,14 +678,57 @@ impl Engine {
         self.mistakes
     }
 
-    /// Counts a model's mistake (B8): nothing else changes.
-    pub(crate) fn record_mistake(&mut self, unknown_tool: bool) {
-        let count = if unknown_tool {
-            &mut self.mistakes.unknown_tool
-        } else {
-            &mut self.mistakes.bad_arguments
+    /// Counts a model's mistake (B8): no breaker and no budget changes. The mistake that
+    /// reaches the policy's limit pauses every call (B14), unless a pause is in force.
+    pub(crate) fn record_mistake(
+        &mut self,
+        kind: MistakeKind,
+        now: Timestamp,
+        changes: &mut Changes,
+    ) {
+        let count = match kind {
+            MistakeKind::UnknownTool => &mut self.mistakes.unknown_tool,
+            MistakeKind::BadArguments => &mut self.mistakes.bad_arguments,
+            MistakeKind::Rejected => &mut self.mistakes.rejected,
         };
         *count = count.saturating_add(1);
+        let (count, limit) = (self.mistakes.total(), self.policy.mistake_limit());
+        if self.halt.is_none() && count >= limit {
+            self.halt = Some(PauseReason::MistakeLimit { count, limit });
+            changes.touch_all();
+            changes.events.push(Event::MistakeLimit { count, limit });
+            // A service has no one to start a new cycle: the pause lasts one budget window
+            // (B15), the count then starts again.
+            if let Some(window) = self.policy.budget_window() {
+                let lifts = now.plus(window);
+                self.timers.mistakes_lift = Some(lifts);
+                self.timers.next = Some(self.timers.next.map_or(lifts, |n| n.min(lifts)));
+            }
+        }
+    }
+
+    /// A call the tool answered as the caller's mistake (B14): counted with the model's
+    /// mistakes, never charged, and the tool's run of failures is left as it was. A probe
+    /// answered so is a successful probe: the tool was reached and answered coherently, which
+    /// is all a probe asks (releasing it instead would keep a working tool HALF-OPEN for as
+    /// long as the model errs).
+    pub(crate) fn caller_mistake(
+        &mut self,
+        tool: ToolId,
+        via: Via,
+        kind: MistakeKind,
+        now: Timestamp,
+        changes: &mut Changes,
+    ) -> Option<Recorded> {
+        let i = tool.index() as usize;
+        if i >= self.records.len() {
+            return None;
+        }
+        if matches!(via, Via::Probe(_)) {
+            self.succeed(tool, via, changes);
+        }
+        self.record_mistake(kind, now, changes);
+        Some(self.recorded(i))
     }
 
     pub(crate) fn cycle_started_at(&self) -> Timestamp {
@@ -1867,7 +1960,11 @@ impl Engine {
         self.cycle_started_at = now;
         if matches!(
             self.halt,
-            Some(PauseReason::BudgetExhausted { .. } | PauseReason::NothingAchievable)
+            Some(
+                PauseReason::BudgetExhausted { .. }
+                    | PauseReason::NothingAchievable
+                    | PauseReason::MistakeLimit { .. }
+            )
         ) {
             self.halt = None;
         }
@@ -1975,6 +2072,10 @@ impl Engine {
                         .as_ref()
                         .map_or("infrastructure", |e| e.cause())
                 ),
+            )),
+            Some(PauseReason::MistakeLimit { .. }) => Some((
+                "paused: the model's mistake limit was reached".to_owned(),
+                "resume in the next cycle.".to_owned(),
             )),
             Some(PauseReason::NothingAchievable) | None => None,
         };

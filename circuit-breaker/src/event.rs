@@ -66,6 +66,14 @@ pub enum Event {
         /// The budget.
         limit: u32,
     },
+    /// The model made as many mistakes this cycle as the policy allows: every call pauses
+    /// until a new cycle (B14).
+    MistakeLimit {
+        /// Mistakes made this cycle.
+        count: u32,
+        /// The limit.
+        limit: u32,
+    },
     /// A new cycle began: budget reset, breaker states kept (R7.4).
     CycleStarted {
         /// The new cycle's number.
@@ -93,6 +101,12 @@ pub enum Event {
     RecoveryOnTrial {
         /// The suspected cause.
         cause: String,
+    },
+    /// A pause for the model's mistakes lasted its budget window in a service (B15): calls
+    /// resume, the mistakes count from zero again.
+    MistakesForgiven {
+        /// The limit.
+        limit: u32,
     },
     /// The budget's rolling window freed room (B13): a budget pause lifted.
     BudgetRenewed {
@@ -179,6 +193,7 @@ impl Event {
             Event::Reopened { .. } => "reopened",
             Event::ProbeReleased { .. } => "probe_released",
             Event::BudgetExhausted { .. } => "budget_exhausted",
+            Event::MistakeLimit { .. } => "mistake_limit",
             Event::CycleStarted { .. } => "cycle_started",
             Event::ToolDiscovered { .. } => "tool_discovered",
             Event::Restored { .. } => "restored",
@@ -186,6 +201,7 @@ impl Event {
             Event::RecoveryConfirmed => "recovery_confirmed",
             Event::RecoveryOnTrial { .. } => "recovery_on_trial",
             Event::BudgetRenewed { .. } => "budget_renewed",
+            Event::MistakesForgiven { .. } => "mistakes_forgiven",
             Event::AvailabilityChanged { .. } => "availability_changed",
             Event::SubTaskDeferred { .. } => "subtask_deferred",
             Event::ServerDown { .. } => "server_down",
@@ -210,12 +226,14 @@ impl Event {
             | Event::SharedOpened { tool, .. }
             | Event::SharedClosed { tool } => Some(tool),
             Event::BudgetExhausted { .. }
+            | Event::MistakeLimit { .. }
             | Event::CycleStarted { .. }
             | Event::Restored { .. }
             | Event::Systemic { .. }
             | Event::RecoveryConfirmed
             | Event::RecoveryOnTrial { .. }
             | Event::BudgetRenewed { .. }
+            | Event::MistakesForgiven { .. }
             | Event::SubTaskDeferred { .. }
             | Event::ServerDown { .. }
             | Event::ServerUp { .. }
@@ -271,6 +289,7 @@ impl Event {
             Event::Opened { .. }
             | Event::Reopened { .. }
             | Event::BudgetExhausted { .. }
+            | Event::MistakeLimit { .. }
             | Event::Systemic { .. }
             | Event::ServerDown { .. }
             | Event::StoreUnavailable { .. } => emit!(tracing::Level::WARN),
@@ -319,6 +338,7 @@ fn failures(n: u32) -> &'static str {
 }
 
 impl fmt::Display for Event {
+    #[allow(clippy::too_many_lines)] // one arm per event, each a line of text
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Event::Opened {
@@ -355,9 +375,17 @@ impl fmt::Display for Event {
                 f,
                 "Systemic pause over its cool-down: calls resume on trial, probes back off (suspected {cause} issue)"
             ),
+            Event::MistakesForgiven { limit } => write!(
+                f,
+                "Mistake pause over its window: calls resume, the model's mistakes count from 0 again (limit {limit})"
+            ),
             Event::BudgetRenewed { consumed, limit } => write!(
                 f,
                 "Failure budget renewed by its window: calls resume ({consumed} / {limit} consumed)"
+            ),
+            Event::MistakeLimit { count, limit } => write!(
+                f,
+                "MISTAKE LIMIT REACHED — PAUSING ({count} / {limit} model mistakes this cycle)"
             ),
             Event::CycleStarted { cycle } => write!(
                 f,
@@ -472,6 +500,10 @@ mod tests {
                 consumed: 5,
                 limit: 5,
             },
+            Event::MistakeLimit {
+                count: 20,
+                limit: 20,
+            },
             Event::CycleStarted { cycle: 2 },
             Event::ToolDiscovered { tool: tool() },
             Event::Systemic {
@@ -487,6 +519,7 @@ mod tests {
                 consumed: 4,
                 limit: 5,
             },
+            Event::MistakesForgiven { limit: 20 },
             Event::AvailabilityChanged {
                 tool: tool(),
                 availability: "AVAILABLE".into(),

@@ -331,7 +331,8 @@ impl<'de> Deserialize<'de> for Refusal {
 impl std::error::Error for Refusal {}
 
 /// What a guarded call returns on the error side: the tool ran and failed (its error is
-/// untouched, R3.5), or it was not called.
+/// untouched, R3.5), the tool ran and said the call was the caller's mistake (B14), or it was
+/// not called.
 #[derive(Debug)]
 pub enum CallError<E> {
     /// The tool — or the adapter through an alternative — ran and failed.
@@ -345,6 +346,24 @@ pub enum CallError<E> {
         /// The route taken, when the failure came through an alternative.
         route: Option<Box<RouteTaken>>,
     },
+    /// The tool — or the adapter through an alternative — ran and answered that the call was
+    /// the caller's mistake: its error's [`Classify::blame`](crate::Classify::blame) says so
+    /// (B14). Counted as the model's mistake, never charged; no circuit opened.
+    Rejected {
+        /// The tool that rejected the call.
+        tool: String,
+        /// The tool's error, as it returned it.
+        error: E,
+        /// The tool's state after it, and whether every call now pauses (the model's
+        /// [`mistake_limit`](crate::Policy::mistake_limit)).
+        recorded: Recorded,
+        /// The route taken, when the call went through an alternative.
+        route: Option<Box<RouteTaken>>,
+        /// The failure's category: [`NotFound`](crate::FailureCategory::NotFound) for a
+        /// resource the call named that does not exist, usually
+        /// [`InvalidInput`](crate::FailureCategory::InvalidInput) otherwise.
+        category: crate::FailureCategory,
+    },
     /// The call was not made.
     Refused(Refusal),
 }
@@ -354,16 +373,21 @@ impl<E> CallError<E> {
     pub fn refusal(&self) -> Option<&Refusal> {
         match self {
             CallError::Refused(r) => Some(r),
-            CallError::Failed { .. } => None,
+            CallError::Failed { .. } | CallError::Rejected { .. } => None,
         }
     }
 
-    /// The tool's error, if it ran and failed.
+    /// The tool's error, if it ran and failed or rejected the call.
     pub fn tool_error(&self) -> Option<&E> {
         match self {
-            CallError::Failed { error, .. } => Some(error),
+            CallError::Failed { error, .. } | CallError::Rejected { error, .. } => Some(error),
             CallError::Refused(_) => None,
         }
+    }
+
+    /// Whether the tool said the call was the caller's mistake (B14).
+    pub fn is_callers_mistake(&self) -> bool {
+        matches!(self, CallError::Rejected { .. })
     }
 }
 
@@ -371,6 +395,9 @@ impl<E: fmt::Display> fmt::Display for CallError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CallError::Failed { tool, error, .. } => write!(f, "{tool} failed: {error}"),
+            CallError::Rejected { tool, error, .. } => {
+                write!(f, "{tool} rejected the call: {error}")
+            }
             CallError::Refused(refusal) => fmt::Display::fmt(refusal, f),
         }
     }
@@ -379,7 +406,7 @@ impl<E: fmt::Display> fmt::Display for CallError<E> {
 impl<E: std::error::Error + 'static> std::error::Error for CallError<E> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            CallError::Failed { error, .. } => Some(error),
+            CallError::Failed { error, .. } | CallError::Rejected { error, .. } => Some(error),
             CallError::Refused(refusal) => Some(refusal),
         }
     }
@@ -488,7 +515,8 @@ pub fn refuse(expeditor: &Expeditor, tool: ToolId, decision: &Decision<'_>) -> R
 /// the caller's ([`finish_dated`], [`finish_fresh`]: they know the value's label).
 ///
 /// # Errors
-/// [`CallError::Failed`] when `result` is an error; `failure` describes it for the breaker.
+/// [`CallError::Failed`] when `result` is an error; `failure` describes it for the breaker
+/// ([`CallError::Rejected`] when it blames the caller).
 #[inline]
 fn finish<T, E>(
     ticket: Ticket<'_>,
@@ -521,12 +549,26 @@ fn failed<E>(
     failure: fn(&E) -> Failure,
 ) -> CallError<E> {
     let tool = ticket.tool_name().to_owned();
-    let recorded = crate::telemetry::traced_failure(failure(&error), |f| ticket.failure(f));
-    CallError::Failed {
-        tool,
-        error,
-        recorded,
-        route,
+    let failure = failure(&error);
+    // The caller's mistake goes to the mistake path: `Ticket::failure` sends it there (B14).
+    let rejected = failure.blame() == crate::failure::Blame::Caller;
+    let category = failure.category();
+    let recorded = crate::telemetry::traced_failure(failure, |f| ticket.failure(f));
+    if rejected {
+        CallError::Rejected {
+            tool,
+            error,
+            recorded,
+            route,
+            category,
+        }
+    } else {
+        CallError::Failed {
+            tool,
+            error,
+            recorded,
+            route,
+        }
     }
 }
 
@@ -541,7 +583,8 @@ fn failed<E>(
 /// time, issue 14).
 ///
 /// # Errors
-/// [`CallError::Failed`] when `result` is an error; `failure` describes it for the breaker.
+/// [`CallError::Failed`] (or [`CallError::Rejected`]) when `result` is an error; `failure`
+/// describes it for the breaker.
 #[inline]
 pub fn finish_dated<T, E>(
     expeditor: &Expeditor,

@@ -314,10 +314,32 @@ impl<'a> Ticket<'a> {
     /// Records a failure (R3.3): consecutive failures + 1, last failure kept, budget charged,
     /// threshold checked. The caller keeps its error: the expeditor only needs its message
     /// and category (R3.5: nothing is swallowed, nothing is retried).
+    ///
+    /// A failure whose [`blame`](Failure::blame) is the caller's is recorded as
+    /// [`mistake`](Self::mistake) records it: never charged (B14).
     pub fn failure(mut self, failure: impl Into<Failure>) -> Recorded {
         self.done = true;
         self.expeditor
             .record_failure(self.tool, self.via, failure.into())
+    }
+
+    /// Records that the tool answered the call as the caller's mistake (B14): a resource the
+    /// call named that does not exist, an input it does not accept. It is the model's
+    /// mistake: counted with its other mistakes (the policy's
+    /// [`mistake_limit`](crate::Policy::mistake_limit) pauses every call when reached), never
+    /// charged to the tool's breaker or the budget, never seen by cascade detection. The
+    /// tool's run of failures is left as it was; a probe answered so is a successful probe
+    /// (the tool was reached and answered coherently). The tool's message is the caller's to
+    /// show the model; the expeditor keeps only the count.
+    pub fn mistake(self) -> Recorded {
+        self.mistake_of(crate::engine::MistakeKind::Rejected)
+    }
+
+    /// [`mistake`](Self::mistake), counted as `kind`.
+    pub(crate) fn mistake_of(mut self, kind: crate::engine::MistakeKind) -> Recorded {
+        self.done = true;
+        self.expeditor
+            .record_caller_mistake(self.tool, self.via, kind)
     }
 
     /// Records a `Result`: `Ok` as a success, `Err` as a failure built by `to_failure`.
@@ -809,11 +831,7 @@ impl Expeditor {
     ) -> Decision<'a> {
         let attempt = || counted.unwrap_or_else(|| slot.hot.count_attempt());
         let verdict = self.command(|engine, changes, step| {
-            let now = if engine.is_timed() {
-                self.now()
-            } else {
-                Timestamp::EPOCH
-            };
+            let now = self.now_if_timed(engine);
             engine.decide(tool, step, now, attempt, changes)
         });
         let ticket = |via| Ticket {
@@ -870,8 +888,39 @@ impl Expeditor {
 
     #[cold]
     fn record_failure(&self, tool: ToolId, via: Via, failure: Failure) -> Recorded {
+        if failure.blame() == crate::failure::Blame::Caller {
+            return self.record_caller_mistake(tool, via, crate::engine::MistakeKind::Rejected);
+        }
         let now = self.now();
         self.command(|engine, changes, step| engine.fail(tool, via, failure, step, now, changes))
+    }
+
+    #[cold]
+    fn record_caller_mistake(
+        &self,
+        tool: ToolId,
+        via: Via,
+        kind: crate::engine::MistakeKind,
+    ) -> Recorded {
+        if matches!(via, Via::Probe(_))
+            && let Some(slot) = self.inner.mirror.get(tool)
+        {
+            // A probe answered by the caller's mistake is a success: the mirror keeps the
+            // last success (see `Engine::caller_mistake`).
+            slot.hot.stamp_success(self.step(), || self.now());
+        }
+        self.command(|engine, changes, _| {
+            let now = self.now_if_timed(engine);
+            engine
+                .caller_mistake(tool, via, kind, now, changes)
+                .unwrap_or_else(|| Recorded {
+                    state: CircuitState::Closed,
+                    consecutive_failures: 0,
+                    opened: false,
+                    budget: engine.budget().status(),
+                    paused: engine.halt().is_some(),
+                })
+        })
     }
 
     // ----- steps and cycles ---------------------------------------------------------------
@@ -1053,13 +1102,35 @@ impl Expeditor {
         }
     }
 
-    /// Counts a model's own mistake (B8): a name that is no tool, arguments that do not parse.
-    /// It is not charged to any tool's breaker or to the budget; the state table and the pause
-    /// report show the count on a line of their own. The JSON dispatcher calls this; call it
-    /// from your own loop when the model errs before any tool is decided.
+    /// Counts a model's own mistake (B8, B14): a name that is no tool, arguments that do not
+    /// parse, a call a tool rejected as the caller's. It is not charged to any tool's breaker
+    /// or to the budget; the state table and the pause report show the count on a line of
+    /// their own, and the mistake that reaches the policy's
+    /// [`mistake_limit`](crate::Policy::mistake_limit) pauses every call until a new cycle.
+    /// The JSON dispatcher calls this; call it from your own loop when the model errs before
+    /// any tool is decided (a mistake a tool reported through its ticket —
+    /// [`Ticket::mistake`] — is counted already).
     pub fn record_mistake(&self, mistake: &crate::report::ModelMistake) {
-        let unknown = matches!(mistake, crate::report::ModelMistake::UnknownTool { .. });
-        self.command(|engine, _, _| engine.record_mistake(unknown));
+        use crate::engine::MistakeKind;
+        use crate::report::ModelMistake;
+        let kind = match mistake {
+            ModelMistake::UnknownTool { .. } => MistakeKind::UnknownTool,
+            ModelMistake::BadArguments { .. } => MistakeKind::BadArguments,
+            ModelMistake::Rejected { .. } => MistakeKind::Rejected,
+        };
+        self.command(|engine, changes, _| {
+            let now = self.now_if_timed(engine);
+            engine.record_mistake(kind, now, changes);
+        });
+    }
+
+    /// The clock, read only when the policy runs on time (else a time nobody reads).
+    fn now_if_timed(&self, engine: &Engine) -> Timestamp {
+        if engine.is_timed() {
+            self.now()
+        } else {
+            Timestamp::EPOCH
+        }
     }
 
     // ----- scope (R5) -----------------------------------------------------------------------

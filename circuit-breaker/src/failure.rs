@@ -18,8 +18,32 @@
 //!
 //! A category is either **infrastructure** (network, filesystem, permission: something many
 //! tools share, so several tools failing alike point at one cause) or **tool-local** (timeout,
-//! not found, other: about this call, its arguments or its target). Only infrastructure
-//! categories correlate across tools ([`FailureCategory::is_infrastructure`], R9.2, R9.6).
+//! not found, invalid input, other: about this call, its arguments or its target). Only
+//! infrastructure categories correlate across tools ([`FailureCategory::is_infrastructure`],
+//! R9.2, R9.6).
+//!
+//! # Whose failure it is (B14)
+//!
+//! A failure also says who is to blame ([`Blame`]), and that decides what it costs:
+//!
+//! - **the tool** ([`Blame::Tool`], the default): it counts toward the tool's breaker and the
+//!   failure budget;
+//! - **its dependency** ([`Blame::Dependency`], [`Failure::server_unreachable`]): the server
+//!   (or store) behind the tool could not be reached; every tool of that server goes down as
+//!   one event, charged once (B10);
+//! - **the caller** ([`Blame::Caller`], [`Failure::caller`], [`Failure::blame_caller`]): the
+//!   model's mistake — invalid arguments, a resource the call named that does not exist, an
+//!   input the tool's domain rejects. The tool answered as it should: nothing opens, nothing
+//!   is charged, cascade detection never sees it. The mistake is answered (the tool's message
+//!   and what to do next), counted with the model's other mistakes, and a model that keeps
+//!   making them is paused at the policy's
+//!   [`mistake_limit`](crate::Policy::mistake_limit).
+//!
+//! A typed error says whose it is through [`Classify::blame`]. No error is the caller's
+//! unless something says so: an `std::io::Error` is the tool's whatever its kind — a file not
+//! found may be a path the model named or the tool's own configuration, and only the tool
+//! knows which (it marks the first kind with [`Failure::blame_caller`]). For a foreign MCP
+//! server the client decides by category, per server and per tool (see the `mcp` module).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -59,8 +83,12 @@ pub enum FailureCategory {
     /// Tool-local: the command, file or resource does not exist (exit status 127, HTTP 404
     /// and 410).
     NotFound,
-    /// Tool-local: anything else — bad arguments, invalid input, a command's own non-zero
-    /// exit status, an error that says nothing more.
+    /// Tool-local: the call's input was rejected — an invalid argument (`EINVAL`,
+    /// `io::ErrorKind::InvalidInput`), invalid params, HTTP 400 and 422, an input the tool's
+    /// domain does not accept. Whose mistake that is, is the failure's [`Blame`].
+    InvalidInput,
+    /// Tool-local: anything else — a command's own non-zero exit status, an error that says
+    /// nothing more.
     Other,
 }
 
@@ -110,6 +138,12 @@ const PERMISSION_PHRASES: &[&str] = &[
 /// Tool-local phrases, matched anywhere (a wrong guess here cannot correlate anything).
 const NOT_FOUND_PHRASES: &[&str] = &["not found", "no such", "enoent", "does not exist"];
 const TIMEOUT_PHRASES: &[&str] = &["timeout", "timed out", "deadline exceeded"];
+const INVALID_INPUT_PHRASES: &[&str] = &[
+    "invalid argument",
+    "invalid input",
+    "invalid param",
+    "einval",
+];
 
 /// (The tests' oracle.) Whether `needle` occurs in `haystack` with no letter or digit right before or after it.
 #[cfg(test)]
@@ -132,13 +166,14 @@ impl FailureCategory {
             FailureCategory::Permission => "permission",
             FailureCategory::Timeout => "timeout",
             FailureCategory::NotFound => "not found",
+            FailureCategory::InvalidInput => "invalid input",
             FailureCategory::Other => "other",
         }
     }
 
     /// Whether the category points at infrastructure that tools share — network, filesystem,
     /// permission — and so can correlate failures across tools (R9.2). Tool-local categories
-    /// (timeout, not found, other) never do, under either cascade rule (R9.6).
+    /// (timeout, not found, invalid input, other) never do, under either cascade rule (R9.6).
     ///
     /// ```
     /// use circuit_breaker::FailureCategory;
@@ -152,8 +187,9 @@ impl FailureCategory {
         )
     }
 
-    /// The category of an `std::io::ErrorKind`, exactly. Kinds about the call itself (a bad
-    /// path or argument, an address in use, invalid data) and kinds that say nothing are
+    /// The category of an `std::io::ErrorKind`, exactly: `InvalidInput` and
+    /// `InvalidFilename` are [`InvalidInput`](Self::InvalidInput); other kinds about the call
+    /// itself (a bad path, an address in use, invalid data) and kinds that say nothing are
     /// [`Other`](Self::Other).
     pub fn from_io_kind(kind: io::ErrorKind) -> Self {
         io_kind_category(kind).unwrap_or(FailureCategory::Other)
@@ -210,14 +246,15 @@ impl FailureCategory {
     /// The category of an HTTP status a tool reports: 502, 503 and 504 are
     /// [`Network`](Self::Network) (a gateway or server in between); 401, 403 and 407
     /// [`Permission`](Self::Permission); 408 [`Timeout`](Self::Timeout); 404 and 410
-    /// [`NotFound`](Self::NotFound); anything else — 400 and 422 (bad arguments), 429, 500 —
-    /// [`Other`](Self::Other).
+    /// [`NotFound`](Self::NotFound); 400 and 422 (the request was rejected)
+    /// [`InvalidInput`](Self::InvalidInput); anything else — 429, 500 — [`Other`](Self::Other).
     ///
     /// ```
     /// use circuit_breaker::FailureCategory;
     /// assert_eq!(FailureCategory::from_http_status(503), FailureCategory::Network);
     /// assert_eq!(FailureCategory::from_http_status(404), FailureCategory::NotFound);
-    /// assert_eq!(FailureCategory::from_http_status(422), FailureCategory::Other);
+    /// assert_eq!(FailureCategory::from_http_status(422), FailureCategory::InvalidInput);
+    /// assert_eq!(FailureCategory::from_http_status(500), FailureCategory::Other);
     /// ```
     pub const fn from_http_status(status: u16) -> Self {
         match status {
@@ -225,6 +262,7 @@ impl FailureCategory {
             401 | 403 | 407 => FailureCategory::Permission,
             408 => FailureCategory::Timeout,
             404 | 410 => FailureCategory::NotFound,
+            400 | 422 => FailureCategory::InvalidInput,
             _ => FailureCategory::Other,
         }
     }
@@ -235,8 +273,9 @@ impl FailureCategory {
     /// host`, `dns`, `broken pipe`, `read-only file system`, `no space left on device`,
     /// `permission denied`, `EACCES`, ...). A message that also names something missing
     /// (`not found`, `no such ...`) is [`NotFound`](Self::NotFound) whatever else it says;
-    /// `timeout` and `timed out` are [`Timeout`](Self::Timeout); anything else is
-    /// [`Other`](Self::Other).
+    /// `timeout` and `timed out` are [`Timeout`](Self::Timeout); `invalid argument`,
+    /// `invalid input`, `invalid params`, `EINVAL` are [`InvalidInput`](Self::InvalidInput);
+    /// anything else is [`Other`](Self::Other).
     ///
     /// ```
     /// use circuit_breaker::FailureCategory;
@@ -283,7 +322,7 @@ impl FailureCategory {
             }
         }
         // In order of precedence: a missing resource whatever else is said, then the
-        // infrastructure categories, then a timeout.
+        // infrastructure categories, then a timeout, then rejected input.
         CLASSES
             .iter()
             .zip(found)
@@ -294,12 +333,13 @@ impl FailureCategory {
 
 /// The phrase lists in order of precedence: the category, whether a phrase must stand as
 /// whole words, and the phrases.
-const CLASSES: [(FailureCategory, bool, &[&str]); 5] = [
+const CLASSES: [(FailureCategory, bool, &[&str]); 6] = [
     (FailureCategory::NotFound, false, NOT_FOUND_PHRASES),
     (FailureCategory::Network, true, NETWORK_PHRASES),
     (FailureCategory::Filesystem, true, FILESYSTEM_PHRASES),
     (FailureCategory::Permission, true, PERMISSION_PHRASES),
     (FailureCategory::Timeout, false, TIMEOUT_PHRASES),
+    (FailureCategory::InvalidInput, false, INVALID_INPUT_PHRASES),
 ];
 
 /// A phrase's bucket in [`PhraseIndex`]: its first two bytes, six bits each (letters,
@@ -375,10 +415,9 @@ fn io_kind_category(kind: io::ErrorKind) -> Option<FailureCategory> {
         // On Unix a socket's read timeout reports `WouldBlock`.
         K::TimedOut | K::WouldBlock => FailureCategory::Timeout,
         K::NotFound => FailureCategory::NotFound,
-        // The call's own: its arguments, its paths, its data, its address.
-        K::InvalidInput
-        | K::InvalidData
-        | K::InvalidFilename
+        K::InvalidInput | K::InvalidFilename => FailureCategory::InvalidInput,
+        // The call's own: its paths, its data, its address.
+        K::InvalidData
         | K::IsADirectory
         | K::NotADirectory
         | K::DirectoryNotEmpty
@@ -428,6 +467,37 @@ impl fmt::Display for FailureCategory {
 /// let failure = Failure::classified(&ApiError { status: 503 });
 /// assert_eq!(failure.category(), FailureCategory::Network);
 /// ```
+///
+/// An error that knows it is the caller's mistake says so with [`blame`](Self::blame): such
+/// a failure is answered and counted as the model's mistake, never charged to the tool (B14).
+///
+/// ```
+/// use circuit_breaker::{Blame, Classify, Failure, FailureCategory};
+///
+/// #[derive(Debug)]
+/// enum CalcError { DivisionByZero, Overflow }
+/// impl std::fmt::Display for CalcError {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+///         f.write_str(match self {
+///             CalcError::DivisionByZero => "division by zero",
+///             CalcError::Overflow => "the result overflowed",
+///         })
+///     }
+/// }
+/// impl Classify for CalcError {
+///     fn category(&self) -> FailureCategory {
+///         FailureCategory::InvalidInput
+///     }
+///     fn blame(&self) -> Blame {
+///         match self {
+///             // The input is outside the tool's domain: the call's mistake.
+///             CalcError::DivisionByZero => Blame::Caller,
+///             CalcError::Overflow => Blame::Tool,
+///         }
+///     }
+/// }
+/// assert_eq!(Failure::classified(&CalcError::DivisionByZero).blame(), Blame::Caller);
+/// ```
 pub trait Classify {
     /// The category of this error.
     fn category(&self) -> FailureCategory;
@@ -438,10 +508,44 @@ pub trait Classify {
     fn retry_after(&self) -> Option<Duration> {
         None
     }
+
+    /// Whose failure this is (B14): the tool's unless the error says otherwise.
+    fn blame(&self) -> Blame {
+        Blame::Tool
+    }
+}
+
+/// Who a failure is charged to (B14; see the [module](self) documentation).
+///
+/// Serialized in snake case (`tool`, `dependency`, `caller`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Blame {
+    /// The tool itself: its breaker counts the failure and the budget is charged.
+    #[default]
+    Tool,
+    /// What the tool depends on — its server — could not be reached: one event for all the
+    /// server's tools, charged once (B10). [`Failure::server_unreachable`] marks it.
+    Dependency,
+    /// The caller — the model — made a mistake: invalid arguments, a resource the call named
+    /// that does not exist, an input the tool's domain rejects. Answered and counted, never
+    /// charged; no circuit opens.
+    Caller,
+}
+
+impl Blame {
+    /// Whether the tool is to blame (the default).
+    #[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+    pub fn is_tool(&self) -> bool {
+        *self == Blame::Tool
+    }
 }
 
 impl Classify for io::Error {
     /// The kind's category; the message only when the kind says nothing (`ErrorKind::Other`).
+    ///
+    /// Its [`blame`](Classify::blame) is the tool's whatever the kind: `NotFound` may be a
+    /// path the caller named or a file the tool needs, and only the tool knows which.
     fn category(&self) -> FailureCategory {
         io_kind_category(self.kind()).unwrap_or_else(|| guess_from_display(self))
     }
@@ -557,16 +661,34 @@ impl<'de> Deserialize<'de> for Text {
 /// Cloning one copies a pointer: a failure made from a `&'static str`
 /// ([`new`](Self::new), [`with_category`](Self::with_category)) never allocates, and one made
 /// from an error or a borrowed message allocates its text once.
+///
+/// Serialized as `message`, `category` and, unless the tool is to blame, `blame`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "FailureData")]
 pub struct Failure {
     message: Text,
     category: FailureCategory,
-    /// The tool's server could not be reached (B10): its whole group is down.
-    #[serde(default, skip_serializing_if = "is_false")]
-    server_unreachable: bool,
+    /// Whose failure it is (B14): [`Blame::Dependency`] when the tool's server could not be
+    /// reached (B10) — its whole group is down.
+    #[serde(default, skip_serializing_if = "Blame::is_tool")]
+    blame: Blame,
     /// The retry-after hint in milliseconds, 0 for none (B13). Four bytes, in what was
     /// padding: a failure stays the size it was.
     #[serde(default, skip_serializing_if = "is_zero", rename = "retry_after_ms")]
+    retry_after: u32,
+}
+
+/// A failure as data is read: also as written before blame had three parties, when an
+/// unreachable server was a flag of its own.
+#[derive(Deserialize)]
+struct FailureData {
+    message: Text,
+    category: FailureCategory,
+    #[serde(default)]
+    blame: Blame,
+    #[serde(default)]
+    server_unreachable: bool,
+    #[serde(default, rename = "retry_after_ms")]
     retry_after: u32,
 }
 
@@ -659,9 +781,19 @@ fn parse_http_date(value: &str) -> Option<u64> {
     Some(days * 86_400 + h * 3600 + m * 60 + s)
 }
 
-#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
-fn is_false(b: &bool) -> bool {
-    !*b
+impl From<FailureData> for Failure {
+    fn from(data: FailureData) -> Self {
+        Failure {
+            message: data.message,
+            category: data.category,
+            blame: if data.server_unreachable {
+                Blame::Dependency
+            } else {
+                data.blame
+            },
+            retry_after: data.retry_after,
+        }
+    }
 }
 
 impl Failure {
@@ -676,7 +808,7 @@ impl Failure {
         Failure {
             message,
             category,
-            server_unreachable: false,
+            blame: Blame::Tool,
             retry_after: 0,
         }
     }
@@ -686,7 +818,7 @@ impl Failure {
         Failure {
             message: Text::from(message.into()),
             category,
-            server_unreachable: false,
+            blame: Blame::Tool,
             retry_after: 0,
         }
     }
@@ -695,7 +827,7 @@ impl Failure {
         Failure {
             message,
             category,
-            server_unreachable: false,
+            blame: Blame::Tool,
             retry_after: 0,
         }
     }
@@ -751,9 +883,11 @@ impl Failure {
         Failure::of_text(message, category)
     }
 
-    /// A failure from an error that classifies itself.
+    /// A failure from an error that classifies itself: its category and its
+    /// [`blame`](Classify::blame).
     pub fn classified<E: Classify + fmt::Display + ?Sized>(error: &E) -> Self {
-        let failure = Failure::of_text(Text::display(error), error.category());
+        let failure =
+            Failure::of_text(Text::display(error), error.category()).with_blame(error.blame());
         match error.retry_after() {
             Some(hint) => failure.with_retry_after(hint),
             None => failure,
@@ -776,6 +910,40 @@ impl Failure {
     /// The retry-after hint, if the tool gave one ([`with_retry_after`](Self::with_retry_after)).
     pub fn retry_after(&self) -> Option<Duration> {
         (self.retry_after != 0).then(|| Duration::from_millis(u64::from(self.retry_after)))
+
+    }
+
+    /// The caller's mistake (B14), its category guessed from the message like
+    /// [`new`](Self::new)'s: answered and counted as the model's mistake, never charged to
+    /// the tool or the budget.
+    ///
+    /// ```
+    /// use circuit_breaker::{Blame, Failure, FailureCategory};
+    /// let failure = Failure::caller("/tmp/x.txt was not found");
+    /// assert_eq!(failure.blame(), Blame::Caller);
+    /// assert_eq!(failure.category(), FailureCategory::NotFound);
+    /// ```
+    pub fn caller(message: impl Into<Cow<'static, str>>) -> Self {
+        Failure::new(message).blame_caller()
+    }
+
+    /// Marks the failure as the caller's mistake (B14): see [`caller`](Self::caller).
+    #[must_use]
+    pub fn blame_caller(self) -> Self {
+        self.with_blame(Blame::Caller)
+    }
+
+    /// The failure with `blame` ([`Blame::Dependency`] is
+    /// [`server_unreachable`](Self::server_unreachable)).
+    #[must_use]
+    pub fn with_blame(mut self, blame: Blame) -> Self {
+        self.blame = blame;
+        self
+    }
+
+    /// Whose failure it is (B14).
+    pub fn blame(&self) -> Blame {
+        self.blame
     }
 
     /// Marks the failure as the server's, not the tool's (B10): the tool's server could not
@@ -783,15 +951,16 @@ impl Failure {
     /// tool on a server ([`ToolSpecBuilder::server`](crate::capability::ToolSpecBuilder::server)),
     /// every tool of that server goes down with it, as one event charged once; for a tool on
     /// no server it is an ordinary failure.
+    ///
+    /// The blame is then the dependency's ([`Blame::Dependency`]).
     #[must_use]
-    pub fn server_unreachable(mut self) -> Self {
-        self.server_unreachable = true;
-        self
+    pub fn server_unreachable(self) -> Self {
+        self.with_blame(Blame::Dependency)
     }
 
     /// Whether the tool's server could not be reached ([`server_unreachable`](Self::server_unreachable)).
     pub fn is_server_unreachable(&self) -> bool {
-        self.server_unreachable
+        self.blame == Blame::Dependency
     }
 
     /// The error message, as the tool gave it.
@@ -938,6 +1107,41 @@ mod tests {
     }
 
     #[test]
+    fn b14_blame_is_kept_serialized_only_when_not_the_tools_and_old_data_reads() {
+        let tool = Failure::new("boom");
+        assert_eq!(tool.blame(), Blame::Tool);
+        assert_eq!(
+            serde_json::to_string(&tool).unwrap(),
+            r#"{"message":"boom","category":"other"}"#
+        );
+        let caller = Failure::caller("no such file: /tmp/x.txt");
+        assert_eq!(caller.category(), FailureCategory::NotFound);
+        let json = serde_json::to_string(&caller).unwrap();
+        assert!(json.ends_with(r#""blame":"caller"}"#), "{json}");
+        assert_eq!(serde_json::from_str::<Failure>(&json).unwrap(), caller);
+        // Written when an unreachable server was a flag of its own.
+        let old = r#"{"message":"gone","category":"network","server_unreachable":true}"#;
+        let read: Failure = serde_json::from_str(old).unwrap();
+        assert!(read.is_server_unreachable());
+        assert_eq!(read.blame(), Blame::Dependency);
+        // An io error is the tool's whatever its kind: only the tool knows whose path it was.
+        let missing = Failure::from(io::Error::from(io::ErrorKind::NotFound));
+        assert_eq!(missing.blame(), Blame::Tool);
+        assert_eq!(
+            Failure::from(io::Error::from(io::ErrorKind::InvalidInput)).category(),
+            FailureCategory::InvalidInput
+        );
+        assert_eq!(
+            FailureCategory::from_message("Invalid arguments for tool read_text_file"),
+            FailureCategory::InvalidInput
+        );
+        assert_eq!(
+            FailureCategory::from_message("connection refused: invalid argument"),
+            FailureCategory::Network
+        );
+    }
+
+    #[test]
     fn exit_codes_and_http_statuses_never_panic() {
         for code in [i32::MIN, -1, 0, 128, 129, 192, 193, 255, 256, i32::MAX] {
             let _ = FailureCategory::from_exit_code(code);
@@ -984,6 +1188,8 @@ mod tests {
             FailureCategory::Permission
         } else if anywhere(TIMEOUT_PHRASES) {
             FailureCategory::Timeout
+        } else if anywhere(INVALID_INPUT_PHRASES) {
+            FailureCategory::InvalidInput
         } else {
             FailureCategory::Other
         }

@@ -63,10 +63,10 @@ pub mod toolbox;
 pub use circuit_breaker_macros::{tool, toolbox};
 
 pub use breaker::CircuitState;
-pub use capability::{AlternativeSpec, CapabilityMap, Degradation, ToolSpec};
+pub use capability::{AlternativeSpec, CapabilityMap, Degradation, ServerSpec, ToolSpec};
 pub use executor::{CallError, Refusal, Routed};
 pub use expeditor::{Decision, Expeditor, PauseReason, SkipReason};
-pub use failure::{Classify, Failure, FailureCategory};
+pub use failure::{Blame, Classify, Failure, FailureCategory};
 pub use policy::Policy;
 pub use precheck::Availability;
 pub use route::Route;

@@ -687,7 +687,7 @@ mod tests {
     #[test]
     fn refusals_are_the_error_types_that_say_so() {
         use crate::FailureCategory as F;
-        const REFUSALS: [ErrorType; 7] = [
+        const REFUSALS: [ErrorType; 8] = [
             ErrorType::CircuitOpen,
             ErrorType::ProbeInFlight,
             ErrorType::ToolUnavailable,
@@ -695,6 +695,7 @@ mod tests {
             ErrorType::BudgetExhausted,
             ErrorType::SystemicPause,
             ErrorType::NothingAchievable,
+            ErrorType::MistakeLimit,
         ];
         let failures = [
             F::Network,
@@ -702,10 +703,15 @@ mod tests {
             F::Permission,
             F::Timeout,
             F::NotFound,
+            F::InvalidInput,
             F::Other,
         ]
         .map(ErrorType::Failed);
-        let others = [ErrorType::UnknownTool, ErrorType::InvalidArguments];
+        let others = [
+            ErrorType::UnknownTool,
+            ErrorType::InvalidArguments,
+            ErrorType::Rejected,
+        ];
         let every: Vec<ErrorType> = failures.into_iter().chain(REFUSALS).chain(others).collect();
         let mut spelled: Vec<&str> = every.iter().map(|e| e.as_str()).collect();
         spelled.sort_unstable();

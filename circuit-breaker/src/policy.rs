@@ -67,6 +67,7 @@ pub struct Policy {
     cool_down_cap: Duration,
     jitter: u8,
     budget_window: Option<Duration>,
+    mistake_limit: u32,
 }
 
 impl Policy {
@@ -95,6 +96,10 @@ impl Policy {
     pub const SERVICE_BUDGET_WINDOW: Duration = Duration::from_secs(60);
     /// The shortest cool-down a retry-after hint can ask for.
     pub const MIN_RETRY_AFTER: Duration = Duration::from_secs(1);
+    /// The model's mistakes allowed per cycle before every call pauses (B14): 20. Far more
+    /// than an agent that reads its errors makes, and far fewer than one stuck repeating a
+    /// bad call hundreds of times.
+    pub const DEFAULT_MISTAKE_LIMIT: u32 = 20;
 
     /// A builder starting from the defaults.
     pub fn builder() -> PolicyBuilder {
@@ -120,6 +125,7 @@ impl Policy {
             cool_down_cap: Self::DEFAULT_COOL_DOWN_CAP,
             jitter: Self::DEFAULT_JITTER,
             budget_window: None,
+            mistake_limit: Self::DEFAULT_MISTAKE_LIMIT,
         }
     }
 
@@ -203,6 +209,12 @@ impl Policy {
         self.cascade_detection
     }
 
+    /// The model's mistakes allowed per cycle (B14): unknown tools, bad arguments, calls a
+    /// tool rejected as the caller's. The mistake that reaches it pauses every call until a
+    /// new cycle, with a report.
+    pub const fn mistake_limit(&self) -> u32 {
+        self.mistake_limit
+    }
     /// How long an OPEN circuit waits before its probe is due by time, if it waits by time
     /// (B13; see the [module](self)).
     pub const fn cool_down(&self) -> Option<Duration> {
@@ -276,6 +288,7 @@ impl Default for Policy {
             cool_down_cap: Self::DEFAULT_COOL_DOWN_CAP,
             jitter: Self::DEFAULT_JITTER,
             budget_window: None,
+            mistake_limit: Self::DEFAULT_MISTAKE_LIMIT,
         }
     }
 }
@@ -307,6 +320,14 @@ pub struct PolicyBuilder {
         skip_serializing_if = "Option::is_none"
     )]
     budget_window: Option<Duration>,
+    #[serde(skip_serializing_if = "is_default_mistake_limit")]
+    mistake_limit: u32,
+}
+
+/// A policy written before the mistake limit existed reads the same.
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_default_mistake_limit(limit: &u32) -> bool {
+    *limit == Policy::DEFAULT_MISTAKE_LIMIT
 }
 
 impl Default for PolicyBuilder {
@@ -399,6 +420,15 @@ impl PolicyBuilder {
         self
     }
 
+    /// The model's mistakes allowed per cycle before every call pauses (at least 1; default
+    /// [`Policy::DEFAULT_MISTAKE_LIMIT`]). Zero is refused like every other zero of a policy:
+    /// it would pause at the first typo. For no practical limit, give `u32::MAX`.
+    #[must_use]
+    pub fn mistake_limit(mut self, limit: u32) -> Self {
+        self.mistake_limit = limit;
+        self
+    }
+
     /// Validates and builds the policy.
     ///
     /// # Errors
@@ -440,6 +470,9 @@ impl PolicyBuilder {
         {
             problems.push(PolicyProblem::DurationTooLong);
         }
+        if self.mistake_limit == 0 {
+            problems.push(PolicyProblem::ZeroMistakeLimit);
+        }
         if problems.is_empty() {
             Ok(Policy {
                 threshold: self.threshold,
@@ -453,6 +486,7 @@ impl PolicyBuilder {
                 cool_down_cap,
                 jitter: self.jitter,
                 budget_window: self.budget_window,
+                mistake_limit: self.mistake_limit,
             })
         } else {
             Err(PolicyError(problems))
@@ -470,6 +504,7 @@ impl From<Policy> for PolicyBuilder {
             cascade_window: p.cascade_window,
             backoff_cap: p.backoff_cap,
             cascade_detection: p.cascade_detection,
+            mistake_limit: p.mistake_limit,
             cool_down: p.cool_down,
             cool_down_cap: (p.cool_down_cap != Policy::DEFAULT_COOL_DOWN_CAP)
                 .then_some(p.cool_down_cap),
@@ -556,6 +591,8 @@ pub enum PolicyProblem {
     JitterTooLarge,
     /// A cool-down, cap or window longer than [`MAX_DURATION`].
     DurationTooLong,
+    /// A mistake limit of 0 would pause at the model's first mistake.
+    ZeroMistakeLimit,
 }
 
 impl fmt::Display for PolicyProblem {
@@ -574,6 +611,7 @@ impl fmt::Display for PolicyProblem {
             PolicyProblem::DurationTooLong => {
                 "cool_down, cool_down_cap and budget_window must be at most a year"
             }
+            PolicyProblem::ZeroMistakeLimit => "mistake_limit must be at least 1",
         })
     }
 }

@@ -268,7 +268,11 @@ impl PauseReport {
         // "NOT ATTEMPTED — paused" says it all.
         let held = matches!(
             paused,
-            Some(PauseReason::BudgetExhausted { .. } | PauseReason::Systemic { .. })
+            Some(
+                PauseReason::BudgetExhausted { .. }
+                    | PauseReason::Systemic { .. }
+                    | PauseReason::MistakeLimit { .. }
+            )
         );
         let deferred: Vec<crate::scope::Deferral> = if held {
             Vec::new()
@@ -304,6 +308,12 @@ impl PauseReport {
         let mut recommendations: Vec<String> = Vec::new();
         if let Some(event) = &systemic {
             recommendations.push(recovery_recommendation(engine.policy(), event));
+        }
+        if let Some(PauseReason::MistakeLimit { count, limit }) = paused {
+            recommendations.push(format!(
+                "Check what the model is asking for: {count} of its calls this cycle were its own \
+                 mistakes (limit {limit}), not the tools' failures; calls resume in a new cycle"
+            ));
         }
         recommendations.extend(
             health
@@ -421,6 +431,9 @@ fn recommendation(tool: &str, category: Option<FailureCategory>) -> String {
         Some(FailureCategory::NotFound) => {
             format!("Check that what {tool} needs exists — likely a missing command or resource")
         }
+        Some(FailureCategory::InvalidInput) => {
+            format!("Check the input {tool} is given — it rejects what it is called with")
+        }
         Some(FailureCategory::Other) | None => {
             format!("Investigate {tool} failures — likely environment issue")
         }
@@ -442,6 +455,14 @@ impl fmt::Display for PauseReport {
             }
             Some(PauseReason::NothingAchievable) => {
                 writeln!(f, "NO ACHIEVABLE WORK — PAUSING")?;
+            }
+            Some(PauseReason::MistakeLimit { count, limit }) => {
+                writeln!(f, "MISTAKE LIMIT REACHED — PAUSING")?;
+                writeln!(
+                    f,
+                    "The model made {count} mistakes this cycle (limit {limit}): calls the tools \
+                     could not act on, not failures of the tools."
+                )?;
             }
             None => writeln!(f, "STATUS REPORT — {}", self.budget)?,
         }
@@ -639,6 +660,21 @@ impl ModelNote {
                 "every remaining sub-task is deferred: the tools it needs are not working"
                     .to_owned(),
                 "stop and report the completed and deferred work to the user.".to_owned(),
+            ),
+            PauseReason::MistakeLimit { count, limit } => (
+                format!(
+                    "too many calls were mistakes ({count} / {limit} this cycle: unknown tools, \
+                     bad arguments, or inputs the tools rejected)"
+                ),
+                match lifts_at {
+                    Some(at) => format!(
+                        "do not call tools until {at}; calls resume then. Meanwhile report what is \
+                         done and the calls that were rejected."
+                    ),
+                    None => "stop and report the completed and incomplete work to the user, with \
+                             the calls that were rejected; calls resume in a new cycle."
+                        .to_owned(),
+                },
             ),
         };
         ModelNote {
@@ -850,6 +886,37 @@ pub enum ModelMistake {
         /// What the decoder said.
         message: String,
     },
+    /// The tool ran and answered that the call was the caller's mistake (B14): a resource
+    /// the call named does not exist, or the input is one the tool does not accept.
+    Rejected {
+        /// The tool.
+        tool: String,
+        /// The tool's own message.
+        message: String,
+        /// Its category: [`NotFound`](FailureCategory::NotFound) for a missing resource,
+        /// usually [`InvalidInput`](FailureCategory::InvalidInput) otherwise.
+        category: FailureCategory,
+    },
+}
+
+impl ModelMistake {
+    /// What is wrong, without what to do next: the text once every call is paused, when the
+    /// advice to call again would be an action nobody can take (B15).
+    pub(crate) fn fact(&self) -> String {
+        match self {
+            ModelMistake::UnknownTool { name, .. } => {
+                format!("There is no tool named \"{}\".", clip(name))
+            }
+            ModelMistake::BadArguments { tool, message } => format!(
+                "The arguments for {tool} do not fit its schema: {}. Nothing was called.",
+                clip(message)
+            ),
+            ModelMistake::Rejected { tool, message, .. } => format!(
+                "{tool} rejected the call: {}. This is a problem with the call, not the tool.",
+                clip(message).trim_end_matches(['.', ' '])
+            ),
+        }
+    }
 }
 
 impl fmt::Display for ModelMistake {
@@ -877,6 +944,24 @@ impl fmt::Display for ModelMistake {
                  arguments to match the tool's input schema.",
                 clip(message)
             ),
+            ModelMistake::Rejected {
+                tool,
+                message,
+                category,
+            } => {
+                let message = clip(message);
+                write!(
+                    f,
+                    "{tool} rejected the call: {}. This is a problem with the call, not the tool: ",
+                    message.trim_end_matches(['.', ' '])
+                )?;
+                if *category == FailureCategory::NotFound {
+                    f.write_str("check that what the call names exists (list or search first)")?;
+                } else {
+                    write!(f, "check the arguments against what {tool} accepts")?;
+                }
+                f.write_str(" and call again with corrected arguments.")
+            }
         }
     }
 }

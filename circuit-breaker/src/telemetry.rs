@@ -93,18 +93,23 @@ pub enum ErrorType {
     SystemicPause,
     /// Refused: every remaining sub-task is deferred (`nothing_achievable`).
     NothingAchievable,
+    /// Refused: the model made too many mistakes this cycle (`mistake_limit`, B14).
+    MistakeLimit,
     /// The model named no tool (`unknown_tool`); never charged.
     UnknownTool,
     /// The model's arguments do not fit the tool (`invalid_arguments`); never charged.
     InvalidArguments,
+    /// The tool ran and said the call was the caller's mistake (`rejected`, B14): a resource
+    /// the call named that does not exist, an input it does not accept; never charged.
+    Rejected,
 }
 
 impl ErrorType {
     /// The value of `error.type`: `network`, `filesystem`, `permission`, `timeout`,
-    /// `not_found`, `other` for a failure; `circuit_open`, `probe_in_flight`,
+    /// `not_found`, `invalid_input`, `other` for a failure; `circuit_open`, `probe_in_flight`,
     /// `tool_unavailable`, `subtask_deferred`, `budget_exhausted`, `systemic_pause`,
-    /// `nothing_achievable` for a refusal; `unknown_tool`, `invalid_arguments` for the
-    /// model's mistakes.
+    /// `nothing_achievable`, `mistake_limit` for a refusal; `unknown_tool`,
+    /// `invalid_arguments`, `rejected` for the model's mistakes.
     pub const fn as_str(self) -> &'static str {
         match self {
             ErrorType::Failed(category) => match category {
@@ -113,6 +118,7 @@ impl ErrorType {
                 FailureCategory::Permission => "permission",
                 FailureCategory::Timeout => "timeout",
                 FailureCategory::NotFound => "not_found",
+                FailureCategory::InvalidInput => "invalid_input",
                 FailureCategory::Other => "other",
             },
             ErrorType::CircuitOpen => "circuit_open",
@@ -122,8 +128,10 @@ impl ErrorType {
             ErrorType::BudgetExhausted => "budget_exhausted",
             ErrorType::SystemicPause => "systemic_pause",
             ErrorType::NothingAchievable => "nothing_achievable",
+            ErrorType::MistakeLimit => "mistake_limit",
             ErrorType::UnknownTool => "unknown_tool",
             ErrorType::InvalidArguments => "invalid_arguments",
+            ErrorType::Rejected => "rejected",
         }
     }
 
@@ -139,6 +147,7 @@ impl ErrorType {
                 PauseReason::BudgetExhausted { .. } => ErrorType::BudgetExhausted,
                 PauseReason::Systemic { .. } => ErrorType::SystemicPause,
                 PauseReason::NothingAchievable => ErrorType::NothingAchievable,
+                PauseReason::MistakeLimit { .. } => ErrorType::MistakeLimit,
             },
         }
     }
@@ -148,17 +157,21 @@ impl ErrorType {
     pub const fn is_refusal(self) -> bool {
         !matches!(
             self,
-            ErrorType::Failed(_) | ErrorType::UnknownTool | ErrorType::InvalidArguments
+            ErrorType::Failed(_)
+                | ErrorType::UnknownTool
+                | ErrorType::InvalidArguments
+                | ErrorType::Rejected
         )
     }
 
     /// Every error type, in the order of [`as_str`](Self::as_str)'s list.
-    const VARIANTS: [ErrorType; 15] = [
+    const VARIANTS: [ErrorType; 18] = [
         ErrorType::Failed(FailureCategory::Network),
         ErrorType::Failed(FailureCategory::Filesystem),
         ErrorType::Failed(FailureCategory::Permission),
         ErrorType::Failed(FailureCategory::Timeout),
         ErrorType::Failed(FailureCategory::NotFound),
+        ErrorType::Failed(FailureCategory::InvalidInput),
         ErrorType::Failed(FailureCategory::Other),
         ErrorType::CircuitOpen,
         ErrorType::ProbeInFlight,
@@ -167,13 +180,15 @@ impl ErrorType {
         ErrorType::BudgetExhausted,
         ErrorType::SystemicPause,
         ErrorType::NothingAchievable,
+        ErrorType::MistakeLimit,
         ErrorType::UnknownTool,
         ErrorType::InvalidArguments,
+        ErrorType::Rejected,
     ];
 
     /// Every value, in the order above (for documentation and dashboards).
-    pub const ALL: [&'static str; 15] = {
-        let mut all = [""; 15];
+    pub const ALL: [&'static str; 18] = {
+        let mut all = [""; 18];
         let mut i = 0;
         while i < all.len() {
             all[i] = ErrorType::VARIANTS[i].as_str();
@@ -341,7 +356,12 @@ pub(crate) fn traced_failure(
 #[cold]
 fn failed(failure: &Failure, recorded: &crate::engine::Recorded) {
     let Some(span) = current_call() else { return };
-    span.record("error.type", ErrorType::Failed(failure.category()).as_str());
+    // The caller's mistake is not the tool's failure (B14).
+    let error = match failure.blame() {
+        crate::failure::Blame::Caller => ErrorType::Rejected,
+        _ => ErrorType::Failed(failure.category()),
+    };
+    span.record("error.type", error.as_str());
     span.record("otel.status_code", "error");
     span.record("otel.status_description", failure.message());
     span.record("circuit_breaker.state", state_name(recorded.state));
@@ -427,6 +447,7 @@ const fn reason_text(reason: SkipReason) -> &'static str {
             PauseReason::BudgetExhausted { .. } => "failure budget exhausted: every call paused",
             PauseReason::Systemic { .. } => "systemic failure: every call paused",
             PauseReason::NothingAchievable => "nothing achievable: every call paused",
+            PauseReason::MistakeLimit { .. } => "mistake limit reached: every call paused",
         },
     }
 }

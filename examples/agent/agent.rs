@@ -726,6 +726,17 @@ impl Agent<'_> {
                 self.print_events(false)?;
                 Ok(None)
             }
+            Err(CallError::Rejected {
+                tool: rejected_by,
+                error,
+                ..
+            }) => {
+                // The call's own mistake (B14): nothing charged, nothing opened.
+                self.say(format!("    MISTAKE {rejected_by}: {error} (not charged)"))?;
+                self.note("mistake", Some(&rejected_by), error.to_string());
+                self.print_events(false)?;
+                Ok(None)
+            }
             Err(CallError::Refused(refusal)) => {
                 let paused = matches!(refusal.reason(), SkipReason::Paused { .. });
                 let kind = if paused { "PAUSE " } else { "SKIP  " };

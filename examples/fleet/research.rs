@@ -103,6 +103,9 @@ pub fn work(guarded: &GuardedResearch, task: &str, summary: &mut Summary) -> Str
             };
             return format!("fetch failed ({error}){opened}");
         }
+        Err(CallError::Rejected { error, .. }) => {
+            return format!("fetch rejected the call ({error})");
+        }
         Err(CallError::Refused(refusal)) => return format!("fetch refused: {refusal}"),
     };
     match guarded.summarize(&page) {

@@ -22,7 +22,7 @@ use rmcp::{ClientCacheConfig, ClientHandler, Peer, RoleClient, ServiceError, Ser
 use serde_json::{Map, Value};
 
 use crate::Availability;
-use crate::capability::{CapabilityMap, MapErrors, ToolSpec, did_you_mean};
+use crate::capability::{CapabilityMap, MapErrors, ServerSpec, ToolSpec, did_you_mean};
 use crate::dispatch::{Reply, ReplyFuture, ReplyOutcome, ToolDefinition, ToolDispatch};
 use crate::expeditor::{Decision, Expeditor, ExpeditorBuilder, SkipReason, Ticket, ToolId};
 use crate::freshness::{Freshness, Observation};
@@ -88,6 +88,13 @@ pub enum OverlayProblem {
         /// A listed tool with a close name, if any.
         suggestion: Option<String>,
     },
+    /// The overlay says something of a server the client was not given (B14).
+    UnknownServer {
+        /// The name in the overlay.
+        server: String,
+        /// A given server with a close name, if any.
+        suggestion: Option<String>,
+    },
     /// The overlay puts a tool on another server than the one listing it.
     WrongServer {
         /// The tool.
@@ -107,6 +114,13 @@ impl fmt::Display for OverlayProblem {
                     f,
                     "the overlay names `{tool}`, but no server lists a tool `{tool}`"
                 )?;
+                match suggestion {
+                    Some(s) => write!(f, "; did you mean `{s}`?"),
+                    None => Ok(()),
+                }
+            }
+            OverlayProblem::UnknownServer { server, suggestion } => {
+                write!(f, "the overlay names server `{server}`, which is no server")?;
                 match suggestion {
                     Some(s) => write!(f, "; did you mean `{s}`?"),
                     None => Ok(()),
@@ -318,7 +332,16 @@ struct Server {
     /// The client, once built (the notifications of a connection made before it are not
     /// needed: the tools are listed right after connecting).
     client: OnceLock<Weak<Inner>>,
+    /// The categories of its tools' `isError` results that are the caller's mistake, unless
+    /// a tool's overlay says otherwise (B14).
+    caller_errors: Vec<FailureCategory>,
 }
+
+/// The categories of a foreign server's `isError` results that are the caller's mistake
+/// unless the overlay says otherwise (B14): a resource the call named that does not exist,
+/// and an input the tool rejected.
+pub const DEFAULT_CALLER_ERRORS: [FailureCategory; 2] =
+    [FailureCategory::NotFound, FailureCategory::InvalidInput];
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
@@ -344,6 +367,8 @@ impl PingError {
 enum Outcome {
     Answered(Value),
     Failed(Failure),
+    /// The tool's own `isError` result: whose it is, the overlay says (B14).
+    Reported(Failure),
     /// The server says the arguments (or the name) are the model's mistake: -32602.
     Mistake(String),
     /// The call was cancelled before it answered.
@@ -596,7 +621,7 @@ fn classify_result(result: CallToolResult) -> Outcome {
             .as_ref()
             .map(|m| Value::Object(m.0.clone()))
             .or_else(|| result.structured_content.clone());
-        Outcome::Failed(with_hint(Failure::new(message), hint.as_ref()))
+        Outcome::Reported(with_hint(Failure::new(message), hint.as_ref()))
     }
 }
 
@@ -713,7 +738,9 @@ fn default_spec(name: &str, server: &str, description: &str) -> ToolSpec {
 }
 
 /// `base` with what the overlay gives: provides, alternatives, fallback, threshold,
-/// probe interval, caches. An empty text or list in the overlay keeps the base's.
+/// probe interval, caches, caller errors. An empty text or list of alternatives in the
+/// overlay keeps the base's; an empty list of caller errors is kept (everything is the
+/// tool's).
 fn merge(base: &ToolSpec, overlay: &ToolSpec) -> ToolSpec {
     let text = |o: &str, b: &str| {
         if o.trim().is_empty() {
@@ -740,6 +767,9 @@ fn merge(base: &ToolSpec, overlay: &ToolSpec) -> ToolSpec {
     }
     if let Some(every) = overlay.probe_every().or(base.probe_every()) {
         spec = spec.probe_every(every);
+    }
+    if let Some(categories) = overlay.caller_errors().or(base.caller_errors()) {
+        spec = spec.caller_errors(categories.iter().copied());
     }
     spec.build()
 }
@@ -1142,22 +1172,28 @@ impl Inner {
                 };
                 Reply::from_call::<Value, String>(expeditor, name, Ok(routed))
             }
-            Outcome::Failed(failure) => {
-                let error = failure.message().to_owned();
-                let tool = ticket.tool_name().to_owned();
-                let recorded = crate::telemetry::traced_failure(failure, |f| ticket.failure(f));
-                let failed = CallError::Failed {
-                    tool,
-                    error,
-                    recorded,
-                    route: None,
+            Outcome::Failed(failure) => self.failed(ticket, name, failure),
+            Outcome::Reported(failure) => {
+                let failure = if self.blames_caller(entry, server, failure.category()) {
+                    failure.blame_caller()
+                } else {
+                    failure
                 };
-                Reply::from_call::<Value, String>(expeditor, name, Err(failed))
+                self.failed(ticket, name, failure)
             }
             Outcome::Mistake(message) => {
-                // The model's mistake: never charged (B8).
-                ticket.cancel();
-                Reply::bad_arguments(expeditor, name, &message)
+                // The model's mistake: never charged (B8); a probe answered so is a success.
+                let _ = ticket.mistake_of(crate::engine::MistakeKind::BadArguments);
+                crate::telemetry::mistake(
+                    name,
+                    crate::telemetry::ErrorType::InvalidArguments,
+                    &message,
+                );
+                let mistake = crate::report::ModelMistake::BadArguments {
+                    tool: name.to_owned(),
+                    message,
+                };
+                Reply::mistake_reply(expeditor, name, mistake, expeditor.state(entry.id))
             }
             Outcome::Cancelled(reason) => {
                 ticket.cancel();
@@ -1176,6 +1212,46 @@ impl Inner {
                     state: expeditor.state(entry.id),
                 }
             }
+        }
+    }
+
+    /// A failure recorded through the ticket: the tool's, its server's, or — blamed on the
+    /// caller — the model's mistake, never charged (B14).
+    fn failed(&self, ticket: Ticket<'_>, name: &str, failure: Failure) -> Reply {
+        let error = failure.message().to_owned();
+        let tool = ticket.tool_name().to_owned();
+        let category = failure.category();
+        let rejected = failure.blame() == crate::Blame::Caller;
+        let recorded = crate::telemetry::traced_failure(failure, |f| ticket.failure(f));
+        let result = if rejected {
+            CallError::Rejected {
+                tool,
+                error,
+                recorded,
+                route: None,
+                category,
+            }
+        } else {
+            CallError::Failed {
+                tool,
+                error,
+                recorded,
+                route: None,
+            }
+        };
+        Reply::from_call::<Value, String>(&self.expeditor, name, Err(result))
+    }
+
+    /// Whether an `isError` result of `category` is the caller's mistake (B14): as the
+    /// tool's overlay says, else its server's, else [`DEFAULT_CALLER_ERRORS`].
+    fn blames_caller(&self, entry: &Entry, server: &Server, category: FailureCategory) -> bool {
+        match self
+            .expeditor
+            .spec(entry.id)
+            .and_then(|s| s.caller_errors())
+        {
+            Some(categories) => categories.contains(&category),
+            None => server.caller_errors.contains(&category),
         }
     }
 
@@ -1691,6 +1767,20 @@ impl McpClientBuilder {
         if self.deadline.is_zero() || self.deadlines.iter().any(|(_, d)| d.is_zero()) {
             problems.push("a deadline of zero".to_owned());
         }
+        let unknown: Vec<OverlayProblem> = self
+            .overlay
+            .iter()
+            .flat_map(CapabilityMap::servers)
+            .filter(|s| !self.servers.iter().any(|c| c.name == s.name()))
+            .map(|s| OverlayProblem::UnknownServer {
+                server: s.name().to_owned(),
+                suggestion: did_you_mean(s.name(), self.servers.iter().map(|c| c.name.as_str()))
+                    .map(str::to_owned),
+            })
+            .collect();
+        if problems.is_empty() && !unknown.is_empty() {
+            return Err(McpClientError::Overlay(unknown));
+        }
         if problems.is_empty() {
             Ok(())
         } else {
@@ -1720,6 +1810,12 @@ impl McpClientBuilder {
                     .rev()
                     .find(|(s, _)| *s == config.name)
                     .map_or(self.deadline, |(_, d)| *d);
+                let caller_errors = self
+                    .overlay
+                    .as_ref()
+                    .and_then(|o| o.servers().iter().rfind(|s| s.name() == config.name))
+                    .and_then(ServerSpec::caller_categories)
+                    .map_or_else(|| DEFAULT_CALLER_ERRORS.to_vec(), <[_]>::to_vec);
                 Arc::new(Server {
                     name: config.name,
                     index,
@@ -1731,6 +1827,7 @@ impl McpClientBuilder {
                     health: Mutex::new(None),
                     connections: AtomicU64::new(0),
                     client: OnceLock::new(),
+                    caller_errors,
                 })
             })
             .collect();

@@ -96,7 +96,24 @@
 //!   - a result with `isError` → the tool's own failure, categorised from its text
 //!     ([`Failure::new`](crate::Failure::new): conservatively) — from `_meta.error` when
 //!     the server gives the tool's message apart from its note (a server built with this
-//!     crate does); the model reads the text;
+//!     crate does); the model reads the text. Unless its category is the caller's (B14): by
+//!     default [`DEFAULT_CALLER_ERRORS`], not found (`ENOENT: no such file or directory`,
+//!     `... does not exist`) and invalid input (`invalid arguments`, `EINVAL`) — the
+//!     server's answers about what the call named or sent, which say nothing of the server's
+//!     health. Then it is the model's mistake: answered with the tool's message and what to
+//!     do next, counted, never charged, no circuit opened (a probe answered so closes it).
+//!     The overlay changes the default per server (its `servers:` list,
+//!     [`ServerSpec`](crate::ServerSpec)) and per tool (its entry's `caller_errors`, which
+//!     wins); `caller_errors: []` charges every error to the tool:
+//!
+//!     ```yaml
+//!     capability_map:
+//!       - tool: write_file
+//!         caller_errors: []            # a missing directory is the tool's problem here
+//!     servers:
+//!       - server: files
+//!         caller_errors: [not_found]   # the default for the server's other tools
+//!     ```
 //!   - the transport closed, or a send failed → the server is unreachable
 //!     ([`Failure::server_unreachable`](crate::Failure::server_unreachable), category
 //!     network): every working tool of that server opens at once, as one `ServerDown`
@@ -148,8 +165,9 @@ mod client;
 mod server;
 
 pub use client::{
-    DEFAULT_CONNECT_TIMEOUT, DEFAULT_DEADLINE, DEFAULT_HEALTH_TTL, DEFAULT_PING_TIMEOUT,
-    DuplicateTool, McpClient, McpClientBuilder, McpClientError, OverlayProblem, ServerCommand,
+    DEFAULT_CALLER_ERRORS, DEFAULT_CONNECT_TIMEOUT, DEFAULT_DEADLINE, DEFAULT_HEALTH_TTL,
+    DEFAULT_PING_TIMEOUT, DuplicateTool, McpClient, McpClientBuilder, McpClientError,
+    OverlayProblem, ServerCommand,
 };
 pub use server::{McpServer, to_call_tool_result, to_tool};
 
