@@ -421,6 +421,41 @@ fn b15_a_person_can_lift_a_typed_agents_pause_and_the_note_says_so() {
 }
 
 #[test]
+fn b15_in_a_service_a_pause_for_the_models_mistakes_lasts_one_budget_window() {
+    use circuit_breaker::report::ModelMistake;
+    let (clock, log) = (clock(), EventLog::default());
+    let policy = Policy::builder()
+        .mistake_limit(3)
+        .build()
+        .unwrap()
+        .for_service();
+    let expeditor = build(seed_map(), policy, &clock, &log);
+    for _ in 0..3 {
+        expeditor.record_mistake(&ModelMistake::UnknownTool {
+            name: "gerp".into(),
+            suggestion: None,
+            offered: Vec::new(),
+        });
+    }
+    assert!(matches!(
+        expeditor.paused(),
+        Some(PauseReason::MistakeLimit { .. })
+    ));
+    assert_eq!(expeditor.pause_lifts_at(), Some(T0.plus(60 * SECOND)));
+    let note = expeditor.offer().to_string();
+    assert!(
+        note.contains("do not call tools until 2026-11-30T07:36:03Z")
+            && !note.contains("new cycle"),
+        "{note}"
+    );
+    clock.advance(60 * SECOND);
+    expeditor.tick();
+    assert_eq!(expeditor.paused(), None);
+    assert!(log.kinds().contains(&"mistakes_forgiven"));
+    assert_eq!(expeditor.decide(id(&expeditor, "Grep")).kind(), "CALL");
+}
+
+#[test]
 fn b13_a_conversation_begins_a_cycle_of_its_own() {
     let (expeditor, _clock) = common::seed_expeditor();
     assert_eq!(

@@ -10,7 +10,7 @@
 //!   times), stopped at the limit (golden `b14_mistake_limit.txt`);
 //! - with the `mcp` feature: the MCP client's overlay (`caller_errors` per server and per
 //!   tool) against an in-process server, and the reference filesystem server
-//!   (`npx -y @modelcontextprotocol/server-filesystem`) as a child process.
+//!   (`npx -y @modelcontextprotocol/server-filesystem@2026.8.31`) as a child process.
 
 mod common;
 
@@ -586,11 +586,12 @@ servers:
     /// model's mistakes, nothing opens and nothing is charged.
     #[test]
     fn b14_the_reference_filesystem_servers_file_not_found_is_the_callers() {
+        // Never skipped: without Node.js this test fails, and says what it needs.
         let npx = std::process::Command::new("npx").arg("--version").output();
-        if !npx.is_ok_and(|o| o.status.success()) {
-            eprintln!("skipped: npx is not installed (Node.js runs the reference server)");
-            return;
-        }
+        assert!(
+            npx.is_ok_and(|o| o.status.success()),
+            "B14's reference-server test needs npx (Node.js and npm) on PATH"
+        );
         let dir = std::env::temp_dir().join(format!("b14-fs-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("present.txt"), "here").unwrap();
@@ -598,7 +599,7 @@ servers:
         runtime().block_on(async {
             let mut command = std::process::Command::new("npx");
             command
-                .args(["-y", "@modelcontextprotocol/server-filesystem"])
+                .args(["-y", "@modelcontextprotocol/server-filesystem@2026.8.31"])
                 .arg(&dir);
             let client = McpClient::builder()
                 .child("fs", command)

@@ -910,7 +910,6 @@ impl Failure {
     /// The retry-after hint, if the tool gave one ([`with_retry_after`](Self::with_retry_after)).
     pub fn retry_after(&self) -> Option<Duration> {
         (self.retry_after != 0).then(|| Duration::from_millis(u64::from(self.retry_after)))
-
     }
 
     /// The caller's mistake (B14), its category guessed from the message like
