@@ -456,6 +456,42 @@ fn b15_in_a_service_a_pause_for_the_models_mistakes_lasts_one_budget_window() {
 }
 
 #[test]
+fn b13_a_restored_due_time_is_never_trusted_raw() {
+    let (clock, log) = (clock(), EventLog::default());
+    let expeditor = build(seed_map(), timed(10, 30).build().unwrap(), &clock, &log);
+    open(&expeditor, "Bash");
+    let mut json = serde_json::to_value(expeditor.snapshot()).unwrap();
+    let text = json.to_string();
+    assert!(
+        text.contains("probe_due_at"),
+        "the due time is saved: {text}"
+    );
+    // A hostile (or very old) snapshot: Bash due in the year 9999.
+    fn set_due(value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::Object(map) => {
+                if map.contains_key("probe_due_at") {
+                    map.insert("probe_due_at".into(), "9999-12-31T00:00:00Z".into());
+                }
+                map.values_mut().for_each(set_due);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(set_due),
+            _ => {}
+        }
+    }
+    set_due(&mut json);
+    let snapshot = serde_json::from_value(json).unwrap();
+    clock.advance(3600 * SECOND);
+    let restored = build(seed_map(), timed(10, 30).build().unwrap(), &clock, &log);
+    restored.restore(&snapshot).unwrap();
+    assert_eq!(
+        restored.state(id(&restored, "Bash")),
+        Some(CircuitState::Open)
+    );
+    assert_eq!(due(&restored, "Bash"), Some(clock.now().plus(10 * SECOND)));
+}
+
+#[test]
 fn b13_a_conversation_begins_a_cycle_of_its_own() {
     let (expeditor, _clock) = common::seed_expeditor();
     assert_eq!(

@@ -2356,6 +2356,9 @@ impl Engine {
             };
             // The mirror's cell keeps the last success, not the engine.
             record.set_last_success(None);
+            // A saved due time is not trusted (a snapshot may come from anywhere, or from
+            // long ago): an OPEN circuit gets its cool-down afresh from the restore (B13).
+            record.set_due(None);
             self.records[i] = record;
         }
         for (i, (record, success)) in self.records.iter().zip(successes).enumerate() {
