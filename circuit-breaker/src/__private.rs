@@ -97,6 +97,22 @@ impl StaticTool {
             self.threshold,
             self.probe_every,
             self.caches,
+            None,
+        )
+    }
+
+    /// The spec of a tool with a deadline of `millis` (`#[tool(timeout = "..")]`, B13). A
+    /// method of its own, so that the map of a tool without one is written as before.
+    pub const fn timed(self, millis: u64) -> ToolSpec {
+        ToolSpec::borrowed(
+            self.name,
+            self.provides,
+            self.alternatives,
+            self.fallback,
+            self.threshold,
+            self.probe_every,
+            self.caches,
+            Some(core::time::Duration::from_millis(millis)),
         )
     }
 }

@@ -836,6 +836,13 @@ impl Expeditor {
         self.inner.clock.now()
     }
 
+    /// A future that completes when the expeditor's clock reaches `deadline`
+    /// ([`WallClock::sleep_until`]): what a call's deadline waits on (B13), so that a test on a
+    /// [`ManualClock`](crate::clock::ManualClock) times a call out by moving the clock.
+    pub(crate) fn sleep_until(&self, deadline: Timestamp) -> crate::clock::Sleep {
+        self.inner.clock.sleep_until(deadline)
+    }
+
     // ----- tools ----------------------------------------------------------------------------
 
     /// The id of the tool named `name`, if known.
