@@ -4,8 +4,8 @@ use std::fmt;
 
 pub use crate::capability::{AlternativeSpec, CapabilityMap, Degradation, ToolSpec};
 pub use crate::executor::{
-    CallError, Freshen, Plan, Routed, finish_dated, finish_fresh, keep_last_good, plan,
-    plan_direct, refuse, serve_stale, trace_refusal,
+    CallError, Deadline, Freshen, Plan, Routed, finish_dated, finish_fresh, keep_last_good, plan,
+    plan_direct, refuse, serve_stale, timed_out, trace_refusal,
 };
 pub use crate::expeditor::{Decision, Expeditor, ExpeditorBuilder, ToolId};
 pub use crate::failure::{Classify, Failure};
@@ -534,6 +534,17 @@ pub fn json_reply<T: JsonValue, E: JsonError>(
         }) => Err(CallError::Failed {
             tool,
             error: Message(error.__cb_message()),
+            recorded,
+            route,
+        }),
+        Err(CallError::TimedOut {
+            tool,
+            after,
+            recorded,
+            route,
+        }) => Err(CallError::TimedOut {
+            tool,
+            after,
             recorded,
             route,
         }),

@@ -101,6 +101,11 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
+}
+
 /// How many messages of the current run of failures a breaker keeps for its health summary.
 pub(crate) const RUN_MEMORY: usize = 16;
 
@@ -147,6 +152,9 @@ pub(crate) struct History {
     last_success: Option<SuccessMark>,
     /// The failures of the current consecutive run (the last [`RUN_MEMORY`]).
     recent_failures: Vec<Failure>,
+    /// Calls dropped by their caller before they answered (B13): counted, never charged.
+    /// Kept by the mirror's cell, like the last success; here when a report reads it.
+    cancelled: u64,
 }
 
 /// A record as snapshots write and read it (the format of every version so far).
@@ -164,6 +172,10 @@ struct RecordWire {
     total_failures: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     backoff: u32,
+    /// Calls dropped by their caller (B13); left out while there are none, so snapshots
+    /// without cancellations read and write as before.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    cancelled: u64,
 }
 
 impl From<BreakerRecord> for RecordWire {
@@ -179,6 +191,7 @@ impl From<BreakerRecord> for RecordWire {
             recent_failures: history.recent_failures,
             total_failures: record.total_failures,
             backoff: record.backoff,
+            cancelled: history.cancelled,
         }
     }
 }
@@ -189,6 +202,7 @@ impl From<RecordWire> for BreakerRecord {
             last_failure: wire.last_failure,
             last_success: wire.last_success,
             recent_failures: wire.recent_failures,
+            cancelled: wire.cancelled,
         };
         BreakerRecord {
             state: wire.state,
@@ -215,6 +229,7 @@ impl PartialEq for BreakerRecord {
             && self.recent_failures() == other.recent_failures()
             && self.total_failures == other.total_failures
             && self.backoff == other.backoff
+            && self.cancelled() == other.cancelled()
     }
 }
 
@@ -265,6 +280,27 @@ impl BreakerRecord {
             (None, Some(_)) => {
                 self.history = Some(Box::new(History {
                     last_success: success,
+                    ..History::default()
+                }));
+            }
+        }
+    }
+
+    /// Calls of the tool dropped by their caller before they answered (B13): a ticket
+    /// dropped unrecorded, e.g. by the caller's own timeout around the call. Counted over the
+    /// breaker's life, never charged: a cancellation is neither a success nor a failure.
+    pub fn cancelled(&self) -> u64 {
+        self.history.as_ref().map_or(0, |h| h.cancelled)
+    }
+
+    /// Sets the cancellations (the engine does not count them: the mirror's cell does).
+    pub(crate) fn set_cancelled(&mut self, cancelled: u64) {
+        match (&mut self.history, cancelled) {
+            (Some(history), n) => history.cancelled = n,
+            (None, 0) => {}
+            (None, n) => {
+                self.history = Some(Box::new(History {
+                    cancelled: n,
                     ..History::default()
                 }));
             }

@@ -227,34 +227,53 @@ impl Reply {
                 error,
                 recorded,
                 route,
+            }) => Reply::failed(tool, &failed, error.to_string(), recorded, route, state),
+            Err(CallError::TimedOut {
+                tool: failed,
+                after,
+                recorded,
+                route,
             }) => {
-                let message = error.to_string();
-                let mut note = format!("{failed} failed: {}.", clip(&message));
-                if recorded.opened {
-                    let _ = write!(
-                        note,
-                        " Its circuit is now OPEN: do not call {failed} again in this task."
-                    );
-                } else {
-                    note.push_str(" Do not repeat the same call now; the failure is recorded.");
-                }
-                if recorded.paused {
-                    note.push_str(
-                        " Every tool is now paused: stop and report the completed and incomplete \
-                         work to the user.",
-                    );
-                }
-                Reply {
-                    tool: tool.to_owned(),
-                    outcome: ReplyOutcome::Failed { message },
-                    value: None,
-                    note: Some(note),
-                    route: route.map(|r| *r),
-                    freshness: Freshness::Fresh,
-                    state,
-                }
+                let message = crate::executor::timed_out_message(after);
+                Reply::failed(tool, &failed, message, recorded, route, state)
             }
             Err(CallError::Refused(refusal)) => Reply::refused(tool, &refusal, state),
+        }
+    }
+
+    /// The reply to a call that ran and failed (or missed its deadline, B13): the message,
+    /// and a note saying what recording it did.
+    fn failed(
+        tool: &str,
+        failed: &str,
+        message: String,
+        recorded: crate::expeditor::Recorded,
+        route: Option<Box<RouteTaken>>,
+        state: Option<CircuitState>,
+    ) -> Reply {
+        let mut note = format!("{failed} failed: {}.", clip(&message));
+        if recorded.opened {
+            let _ = write!(
+                note,
+                " Its circuit is now OPEN: do not call {failed} again in this task."
+            );
+        } else {
+            note.push_str(" Do not repeat the same call now; the failure is recorded.");
+        }
+        if recorded.paused {
+            note.push_str(
+                " Every tool is now paused: stop and report the completed and incomplete \
+                 work to the user.",
+            );
+        }
+        Reply {
+            tool: tool.to_owned(),
+            outcome: ReplyOutcome::Failed { message },
+            value: None,
+            note: Some(note),
+            route: route.map(|r| *r),
+            freshness: Freshness::Fresh,
+            state,
         }
     }
 
