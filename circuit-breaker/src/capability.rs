@@ -509,6 +509,12 @@ impl ToolSpec {
         }
     }
 
+    /// Whether a timeout was given, readable or not.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn declares_timeout(&self) -> bool {
+        self.timeout.is_some()
+    }
+
     /// Critical: no tool alternative exists (R1.3).
     pub fn is_critical(&self) -> bool {
         self.alternatives.is_empty()
@@ -589,6 +595,13 @@ impl ToolSpecBuilder {
     /// [`MIN_TIMEOUT`] to [`MAX_TIMEOUT`]; validation reports any other.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.spec.timeout = Some(TimeoutSpec::Set(timeout));
+        self
+    }
+
+    /// The timeout of `other`, as it was given (readable or not).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn timeout_of(mut self, other: &ToolSpec) -> Self {
+        self.spec.timeout.clone_from(&other.timeout);
         self
     }
 

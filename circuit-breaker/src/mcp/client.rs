@@ -473,21 +473,31 @@ impl Server {
         }
     }
 
-    /// Calls `tool` (the server's own name for it) with the deadline, and classifies what
-    /// comes back.
-    async fn call_tool(&self, tool: &str, arguments: Map<String, Value>) -> Outcome {
+    /// Calls `tool` (the server's own name for it) with the deadline — the tool's own
+    /// `timeout` when its spec has one (B13), else the server's — and classifies what comes
+    /// back.
+    async fn call_tool(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+        own_deadline: Option<Duration>,
+    ) -> Outcome {
         let Some((peer, generation)) = self.peer() else {
             return Outcome::Failed(self.unreachable("not connected"));
         };
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         // The typed helper: dropping its future (the deadline, or this call dropped) tells
         // the server the request is abandoned.
-        match tokio::time::timeout(self.deadline, peer.call_tool(params)).await {
+        let (deadline, whose) = match own_deadline {
+            Some(deadline) => (deadline, "the tool's deadline"),
+            None => (self.deadline, "the call's deadline"),
+        };
+        match tokio::time::timeout(deadline, peer.call_tool(params)).await {
             Err(_) => Outcome::Failed(Failure::with_category(
                 format!(
-                    "{tool} on MCP server {} did not answer within {} (the call's deadline)",
+                    "{tool} on MCP server {} did not answer within {} ({whose})",
                     self.name,
-                    human(self.deadline)
+                    human(deadline)
                 ),
                 FailureCategory::Timeout,
             )),
@@ -667,7 +677,7 @@ fn default_spec(name: &str, server: &str, description: &str) -> ToolSpec {
 }
 
 /// `base` with what the overlay gives: provides, alternatives, fallback, threshold,
-/// probe interval, caches. An empty text or list in the overlay keeps the base's.
+/// probe interval, caches, timeout. An empty text or list in the overlay keeps the base's.
 fn merge(base: &ToolSpec, overlay: &ToolSpec) -> ToolSpec {
     let text = |o: &str, b: &str| {
         if o.trim().is_empty() {
@@ -695,6 +705,14 @@ fn merge(base: &ToolSpec, overlay: &ToolSpec) -> ToolSpec {
     if let Some(every) = overlay.probe_every().or(base.probe_every()) {
         spec = spec.probe_every(every);
     }
+    // A timeout the overlay could not read is kept as written, so that the map's validation
+    // reports it by the tool's name instead of dropping it.
+    let timed = if overlay.declares_timeout() {
+        overlay
+    } else {
+        base
+    };
+    spec = spec.timeout_of(timed);
     spec.build()
 }
 
@@ -1073,7 +1091,10 @@ impl Inner {
         let expeditor = &self.expeditor;
         let caching = expeditor.is_caching(entry.id);
         let args = caching.then(|| digest(&Value::Object(arguments.clone()).to_string()));
-        let outcome = server.call_tool(&entry.remote, arguments).await;
+        let own_deadline = expeditor.spec(entry.id).and_then(ToolSpec::timeout);
+        let outcome = server
+            .call_tool(&entry.remote, arguments, own_deadline)
+            .await;
         match outcome {
             Outcome::Answered(value) => {
                 ticket.success();
@@ -1564,6 +1585,11 @@ impl McpClientBuilder {
     /// The deadline of every call (default [`DEFAULT_DEADLINE`], 30 s): a call that has not
     /// answered by then fails with the category timeout, a failure of the tool (the server
     /// is told the request is abandoned).
+    ///
+    /// A tool's own `timeout` in the overlay (`timeout: 2s`, B13) takes precedence over this
+    /// and over [`deadline_for`](Self::deadline_for): the tool knows best how long it may
+    /// take. These deadlines run on tokio's timer, the client's runtime, not on the
+    /// expeditor's clock.
     pub fn deadline(mut self, deadline: Duration) -> Self {
         self.deadline = deadline;
         self
@@ -1865,4 +1891,32 @@ fn spawn_checks(client: Weak<Inner>, interval: Duration) {
             inner.check().await;
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// B13: the overlay's `timeout` reaches the run-time map (the call then uses it instead
+    /// of the server's deadline); one it could not read is kept, for validation to report.
+    #[test]
+    fn b13_the_overlays_timeout_wins_and_a_bad_one_is_reported() {
+        let base = default_spec("search", "docs", "Searches the docs.");
+        let overlay_with = |timeout: &str| -> CapabilityMap {
+            serde_json::from_str(&format!(
+                r#"{{"capability_map": [{{"tool": "search", "timeout": "{timeout}"}}]}}"#
+            ))
+            .unwrap()
+        };
+        let overlay = overlay_with("2s");
+        let merged = merge(&base, &overlay.tools()[0]);
+        assert_eq!(merged.timeout(), Some(Duration::from_secs(2)));
+        assert_eq!(merged.server(), Some("docs"));
+        assert_eq!(merge(&base, &ToolSpec::new("search").build()).timeout(), None);
+
+        let overlay = overlay_with("soon");
+        let merged = merge(&base, &overlay.tools()[0]);
+        let errors = CapabilityMap::new().tool(merged).validate().unwrap_err();
+        assert!(errors.to_string().contains("timeout `soon`"), "{errors}");
+    }
 }
