@@ -47,7 +47,10 @@ fn timed_out_by<F: Future>(clock: &ManualClock, by: Duration, future: F) -> F::O
     let mut future = pin!(future);
     assert!(future.as_mut().poll(&mut cx).is_pending(), "the call waits");
     clock.advance(by);
-    assert!(flag.take(), "moving the clock to the deadline wakes the call");
+    assert!(
+        flag.take(),
+        "moving the clock to the deadline wakes the call"
+    );
     match future.as_mut().poll(&mut cx) {
         Poll::Ready(output) => output,
         Poll::Pending => panic!("the call is still waiting after its deadline"),
@@ -134,12 +137,8 @@ fn b13_a_hung_tool_times_out_at_its_deadline_and_opens_after_threshold_times_dea
     let (guarded, clock) = tools();
     for n in 1..=3u32 {
         let started = clock.now();
-        let error = timed_out_by(
-            &clock,
-            Duration::from_secs(2),
-            guarded.grep("hang".into()),
-        )
-        .unwrap_err();
+        let error =
+            timed_out_by(&clock, Duration::from_secs(2), guarded.grep("hang".into())).unwrap_err();
         assert!(
             matches!(&error, CallError::TimedOut { tool, after, .. } if tool == "grep" && *after == Duration::from_secs(2)),
             "{error:?}"
@@ -199,7 +198,13 @@ fn b13_not_a_millisecond_before_the_deadline() {
 fn b13_the_toolbox_deadline_is_the_default_and_a_tool_overrides_it() {
     let (guarded, clock) = tools();
     let map = ToolsTool::capability_map();
-    let timeout = |name: &str| map.tools().iter().find(|t| t.name() == name).unwrap().timeout();
+    let timeout = |name: &str| {
+        map.tools()
+            .iter()
+            .find(|t| t.name() == name)
+            .unwrap()
+            .timeout()
+    };
     assert_eq!(timeout("grep"), Some(Duration::from_secs(2)));
     assert_eq!(timeout("fetch"), Some(Duration::from_secs(10)));
     assert_eq!(timeout("bash"), Some(Duration::from_secs(1)));
@@ -261,7 +266,11 @@ fn b13_the_json_dispatcher_times_calls_out_too() {
         }
     );
     assert!(
-        reply.note.as_deref().unwrap().starts_with("grep failed: timed out after 2s."),
+        reply
+            .note
+            .as_deref()
+            .unwrap()
+            .starts_with("grep failed: timed out after 2s."),
         "{reply:?}"
     );
     let reply = block_on(guarded.call("bash", serde_json::json!({ "millis": 3000 })));
@@ -325,7 +334,10 @@ fn b13_a_tool_without_a_timeout_is_never_timed() {
 fn b13_a_call_dropped_by_its_caller_is_counted_not_charged_and_shown() {
     let (guarded, clock) = tools();
     let table = guarded.expeditor().state_table().to_string();
-    assert!(!table.contains("Cancelled"), "no line without cancellations:\n{table}");
+    assert!(
+        !table.contains("Cancelled"),
+        "no line without cancellations:\n{table}"
+    );
     let flag = Arc::new(Flag::default());
     let waker = Waker::from(Arc::clone(&flag));
     let mut cx = Context::from_waker(&waker);
@@ -342,7 +354,10 @@ fn b13_a_call_dropped_by_its_caller_is_counted_not_charged_and_shown() {
     drop(call);
     // Nothing was charged: CLOSED, no failure, the budget untouched.
     let expeditor = guarded.expeditor();
-    assert_eq!(expeditor.state(ToolsTool::Fetch), Some(CircuitState::Closed));
+    assert_eq!(
+        expeditor.state(ToolsTool::Fetch),
+        Some(CircuitState::Closed)
+    );
     let record = expeditor.breaker(ToolsTool::Fetch).unwrap();
     assert_eq!(record.consecutive_failures(), 0);
     assert!(record.last_failure().is_none());
@@ -356,13 +371,18 @@ fn b13_a_call_dropped_by_its_caller_is_counted_not_charged_and_shown() {
     let table = expeditor.state_table();
     let text = table.to_string();
     assert!(
-        text.ends_with("Failure budget: 0 / 5 consumed\nCancelled by caller (not charged): grep 1, fetch 3"),
+        text.ends_with(
+            "Failure budget: 0 / 5 consumed\nCancelled by caller (not charged): grep 1, fetch 3"
+        ),
         "{text}"
     );
     let json = serde_json::to_value(&table).unwrap();
     assert_eq!(json["rows"][0]["cancelled"], 1);
     assert_eq!(json["rows"][1]["cancelled"], 3);
-    assert!(json["rows"][2].get("cancelled").is_none(), "left out while 0");
+    assert!(
+        json["rows"][2].get("cancelled").is_none(),
+        "left out while 0"
+    );
 
     // Kept by a snapshot, and restored.
     let snapshot = expeditor.snapshot();
@@ -374,7 +394,11 @@ fn b13_a_call_dropped_by_its_caller_is_counted_not_charged_and_shown() {
         .restore(&serde_json::from_str(&saved).unwrap())
         .unwrap();
     assert_eq!(
-        other.expeditor().breaker(ToolsTool::Fetch).unwrap().cancelled(),
+        other
+            .expeditor()
+            .breaker(ToolsTool::Fetch)
+            .unwrap()
+            .cancelled(),
         3
     );
     assert_eq!(other.expeditor().state_table().to_string(), text);
@@ -434,7 +458,11 @@ fn b13_no_runtime_needed_the_system_clock_times_out_under_a_plain_block_on() {
     let guarded = GuardedQuick::with_expeditor(Quick, |b| b.clock(SystemClock));
     let started = std::time::Instant::now();
     let error = block_on(guarded.stuck()).unwrap_err();
-    assert!(started.elapsed() >= Duration::from_millis(4), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() >= Duration::from_millis(4),
+        "{:?}",
+        started.elapsed()
+    );
     assert_eq!(error.to_string(), "stuck failed: timed out after 5ms");
 }
 
@@ -462,7 +490,11 @@ fn b13_tool_timeouts_load_from_yaml_and_json_and_write_back_as_humantime() {
     let timeouts: Vec<Option<Duration>> = map.tools().iter().map(ToolSpec::timeout).collect();
     assert_eq!(
         timeouts,
-        [Some(Duration::from_secs(30)), Some(Duration::from_secs(90)), None]
+        [
+            Some(Duration::from_secs(30)),
+            Some(Duration::from_secs(90)),
+            None
+        ]
     );
     let json = serde_json::to_value(&map).unwrap();
     assert_eq!(json["capability_map"][0]["timeout"], "30s");
@@ -477,10 +509,7 @@ fn b13_tool_timeouts_load_from_yaml_and_json_and_write_back_as_humantime() {
         .timeout(Duration::from_millis(2500))
         .build();
     assert_eq!(built.timeout(), Some(Duration::from_millis(2500)));
-    assert_eq!(
-        serde_json::to_value(&built).unwrap()["timeout"],
-        "2s 500ms"
-    );
+    assert_eq!(serde_json::to_value(&built).unwrap()["timeout"], "2s 500ms");
 }
 
 #[test]
@@ -522,7 +551,9 @@ fn b13_bad_tool_timeouts_are_map_errors_never_panics() {
         // writes it.
         let written = serde_json::to_value(&map).unwrap();
         let given = serde_json::from_str::<serde_json::Value>(timeout).unwrap();
-        let given = given.as_str().map_or_else(|| given.to_string(), str::to_owned);
+        let given = given
+            .as_str()
+            .map_or_else(|| given.to_string(), str::to_owned);
         let readable = given.ends_with('s') && given.starts_with(['0', '9']);
         if !readable {
             assert_eq!(written["capability_map"][0]["timeout"], given.as_str());

@@ -543,7 +543,7 @@ fn check_timeout(
         format!(
             "`timeout = \"{written}\"` is no deadline: every call would time out at once; give the longest a call may take, e.g. `timeout = \"30s\"`, or leave `timeout` out"
         )
-    } else if timeout.subsec_nanos() % 1_000_000 != 0 {
+    } else if !timeout.subsec_nanos().is_multiple_of(1_000_000) {
         format!(
             "`timeout = \"{written}\"` is not a whole number of milliseconds, the clocks' unit: e.g. `timeout = \"500ms\"`"
         )

@@ -634,7 +634,14 @@ fn handle_method(checked: &Checked<'_>, tool: &CheckedTool<'_>, enum_ident: &Ide
     let output_span = syn::spanned::Spanned::span(output);
     let into_result = |call: &TokenStream| quote_spanned!(output_span=> <#output as _cb::__private::ToolResult>::into_result(#call));
     // Without `.await`: `called` (below) awaits it, or times it.
-    let primary = call(checked, sig.receiver, ident, &args, false, Span::call_site());
+    let primary = call(
+        checked,
+        sig.receiver,
+        ident,
+        &args,
+        false,
+        Span::call_site(),
+    );
     let adapters: Vec<(&MethodRef, usize)> = tool.adapters().collect();
 
     // Freshness (R6): which tools label their values, and keep the last good one.
@@ -717,7 +724,11 @@ fn handle_method(checked: &Checked<'_>, tool: &CheckedTool<'_>, enum_ident: &Ide
         let Some(millis) = timeout else {
             return finish(ticket, route, &into_result(&awaited));
         };
-        let done = finish(ticket.clone(), route.clone(), &into_result(&quote!(__cb_output)));
+        let done = finish(
+            ticket.clone(),
+            route.clone(),
+            &into_result(&quote!(__cb_output)),
+        );
         let late = quote!(_cb::__private::timed_out(#ticket, #route, __cb_deadline));
         if is_async {
             quote!({

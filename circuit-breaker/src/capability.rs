@@ -898,11 +898,9 @@ impl fmt::Display for MapError {
                 f,
                 "tool `{tool}` has a probe interval of 0; the smallest is 1"
             ),
-            MapError::InvalidTimeout {
-                tool,
-                timeout,
-                why,
-            } => write!(f, "tool `{tool}` has timeout `{timeout}`: {why}"),
+            MapError::InvalidTimeout { tool, timeout, why } => {
+                write!(f, "tool `{tool}` has timeout `{timeout}`: {why}")
+            }
             MapError::TooManyTools { limit } => {
                 write!(f, "more than {limit} tools in one expeditor")
             }

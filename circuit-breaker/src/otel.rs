@@ -253,7 +253,9 @@ impl Telemetry {
         let cancellations = meter
             .u64_counter(metric::CANCELLATIONS)
             .with_unit("{call}")
-            .with_description("Tool calls dropped by their caller before they answered (not charged).")
+            .with_description(
+                "Tool calls dropped by their caller before they answered (not charged).",
+            )
             .build();
 
         let list = Arc::clone(&observed);

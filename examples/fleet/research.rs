@@ -103,6 +103,7 @@ pub fn work(guarded: &GuardedResearch, task: &str, summary: &mut Summary) -> Str
             };
             return format!("fetch failed ({error}){opened}");
         }
+        Err(timed_out @ CallError::TimedOut { .. }) => return timed_out.to_string(),
         Err(CallError::Refused(refusal)) => return format!("fetch refused: {refusal}"),
     };
     match guarded.summarize(&page) {

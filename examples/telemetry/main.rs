@@ -104,6 +104,7 @@ fn run(agent: &GuardedWorkspace) -> Vec<String> {
             Ok(routed) if routed.is_degraded() => format!("{call}: answered by a route"),
             Ok(_) => format!("{call}: answered"),
             Err(circuit_breaker::CallError::Failed { .. }) => format!("{call}: failed"),
+            Err(circuit_breaker::CallError::TimedOut { .. }) => format!("{call}: timed out"),
             Err(circuit_breaker::CallError::Refused(_)) => format!("{call}: refused"),
         }
     }

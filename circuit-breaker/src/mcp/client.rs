@@ -1912,7 +1912,10 @@ mod tests {
         let merged = merge(&base, &overlay.tools()[0]);
         assert_eq!(merged.timeout(), Some(Duration::from_secs(2)));
         assert_eq!(merged.server(), Some("docs"));
-        assert_eq!(merge(&base, &ToolSpec::new("search").build()).timeout(), None);
+        assert_eq!(
+            merge(&base, &ToolSpec::new("search").build()).timeout(),
+            None
+        );
 
         let overlay = overlay_with("soon");
         let merged = merge(&base, &overlay.tools()[0]);
