@@ -619,7 +619,7 @@ impl Deadline {
 
 /// A call past its deadline: recorded through its ticket as a failure of category timeout,
 /// `timed out after ..` (B13), and answered as [`CallError::TimedOut`]. Out of line, like
-/// [`failed`]: cold, and one instantiation for every tool.
+/// `failed`: cold, and one instantiation for every tool.
 ///
 /// # Errors
 /// Always: the timeout.
