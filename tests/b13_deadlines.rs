@@ -571,3 +571,45 @@ fn b13_bad_tool_timeouts_are_map_errors_never_panics() {
     let expeditor = Expeditor::new(CapabilityMap::new()).unwrap();
     assert!(expeditor.discover(zero).is_err());
 }
+
+/// A `tracing` writer into a shared buffer.
+#[derive(Clone, Default)]
+struct Buffer(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl io::Write for Buffer {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn b13_the_execute_tool_span_says_the_caller_dropped_the_call() {
+    let buffer = Buffer::default();
+    let writer = buffer.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    tracing::subscriber::with_default(subscriber, || {
+        let (guarded, _) = tools();
+        let waker = Waker::from(Arc::new(Flag::default()));
+        let mut cx = Context::from_waker(&waker);
+        let mut call = Box::pin(guarded.fetch("hang".into()));
+        assert!(call.as_mut().poll(&mut cx).is_pending());
+        drop(call);
+    });
+    let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("cancelled"))
+        .unwrap_or_else(|| panic!("no cancelled event:\n{text}"));
+    assert!(line.contains("execute_tool{"), "{line}");
+    assert!(line.contains("gen_ai.tool.name=\"fetch\""), "{line}");
+    assert!(line.contains("circuit_breaker.cancelled=true"), "{line}");
+    assert!(!line.contains("error.type"), "no error: {line}");
+}

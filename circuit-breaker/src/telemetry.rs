@@ -362,9 +362,10 @@ pub(crate) fn cancelled() {
     if !wanted() {
         return;
     }
-    if let Some(span) = current_call() {
-        span.record("circuit_breaker.cancelled", true);
-    }
+    // Said on a call's span only: a ticket held by hand and dropped outside one has no call
+    // to describe (the count on its breaker is kept all the same).
+    let Some(span) = current_call() else { return };
+    span.record("circuit_breaker.cancelled", true);
     tracing::event!(
         target: "circuit_breaker",
         tracing::Level::INFO,
