@@ -110,7 +110,7 @@ async fn fail_three_times(client: &Client, tool: &'static str, arguments: &Value
         assert_eq!(failed.is_error, Some(true), "{failed:?}");
         assert_eq!(meta(&failed, "outcome"), Some("failed"));
         if attempt == 3 {
-            assert_opened(&text(&failed), &format!("{tool} failed: {error}."), tool);
+            assert_opened(text(&failed), &format!("{tool} failed: {error}."), tool);
             assert_eq!(meta(&failed, "circuit_state"), Some("OPEN"));
         } else {
             assert_eq!(
@@ -280,7 +280,7 @@ async fn files_refuses_a_path_escaping_the_root() {
             "read_file failed: {path} escapes the root: give a path relative to it, without `..`."
         );
         if attempt == 2 {
-            assert_opened(&text(&refused), &failure, "read_file");
+            assert_opened(text(&refused), &failure, "read_file");
         } else {
             assert_eq!(
                 text(&refused),

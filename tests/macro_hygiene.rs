@@ -76,7 +76,8 @@ impl Workspace {
 
     #[tool(
         provides = "file content inspection",
-        fallback = "ask the user to paste file contents"
+        fallback = "ask the user to paste file contents",
+        timeout = "30s"
     )]
     async fn read(&mut self, path: ::std::string::String) -> Result<::std::string::String> {
         ::std::result::Result::Ok(path)

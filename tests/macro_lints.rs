@@ -43,7 +43,8 @@ impl Workspace {
     /// When the file cannot be read.
     #[tool(
         provides = "file content inspection",
-        fallback = "ask the user to paste file contents"
+        fallback = "ask the user to paste file contents",
+        timeout = "5s"
     )]
     pub fn read(&self, path: &str) -> io::Result<String> {
         Ok(path.to_owned())
@@ -53,7 +54,12 @@ impl Workspace {
     ///
     /// # Errors
     /// When the index is down.
-    #[tool(provides = "index lookups", fallback = "skip the index", threshold = 1)]
+    #[tool(
+        provides = "index lookups",
+        fallback = "skip the index",
+        threshold = 1,
+        timeout = "2s"
+    )]
     pub async fn fetch(&mut self, key: String) -> Result<u64, std::fmt::Error> {
         let len = async { key.len() }.await;
         Ok(u64::try_from(len).unwrap_or(u64::MAX))

@@ -605,12 +605,15 @@ fn r3_6_a_dropped_probe_ticket_is_a_cancellation() {
     assert_eq!(kind(expeditor.decide(bash)), "PROBE");
 }
 
+/// R3.6, B13: a call ticket dropped unrecorded charges nothing and changes no breaker; it is
+/// counted as a cancellation by the caller (shown under the table). One given back with
+/// `cancel` (no call made) is not even counted.
 #[test]
 fn r3_6_a_dropped_call_ticket_changes_nothing() {
     let (expeditor, log) = logged_expeditor(Policy::default());
     fail(&expeditor, "Grep", "a");
     succeed(&expeditor, "Read");
-    let before = visible(&expeditor);
+    let (before_snapshot, before_table) = visible(&expeditor);
     for name in SEED_TOOLS {
         let Decision::Call(ticket) = expeditor.decide(id(&expeditor, name)) else {
             panic!("{name} is CLOSED")
@@ -621,6 +624,19 @@ fn r3_6_a_dropped_call_ticket_changes_nothing() {
         };
         ticket.cancel();
     }
-    assert_eq!(visible(&expeditor), before);
+    let (mut snapshot, table) = visible(&expeditor);
+    for tool in snapshot["tools"].as_array_mut().unwrap() {
+        let breaker = tool["breaker"].as_object_mut().unwrap();
+        assert_eq!(breaker.remove("cancelled"), Some(1.into()), "{breaker:?}");
+    }
+    assert_eq!(snapshot, before_snapshot);
+    let counted: Vec<String> = SEED_TOOLS.iter().map(|t| format!("{t} 1")).collect();
+    assert_eq!(
+        table,
+        format!(
+            "{before_table}\nCancelled by caller (not charged): {}",
+            counted.join(", ")
+        )
+    );
     assert!(log.events().is_empty());
 }

@@ -7,15 +7,23 @@ use darling::ast::NestedMeta;
 use darling::error::Accumulator;
 use darling::util::{Flag, SpannedValue};
 use darling::{Error, FromMeta};
+use std::time::Duration;
+
 use proc_macro2::{Span, TokenStream};
 use syn::spanned::Spanned;
 use syn::{Attribute, Expr, Ident, Lit, Path};
 
-/// `#[toolbox(policy(..), json, crate = path)]`.
+/// `#[toolbox(policy(..), timeout = "30s", json, crate = path)]`.
 #[derive(Debug, Default, FromMeta)]
 pub struct ToolboxArgs {
     #[darling(default)]
     pub policy: Option<PolicyArgs>,
+    /// `timeout = "30s"`: the deadline of every tool's calls that declares none (B13). Beside
+    /// `policy`, not in it: the policy is a run-time value an expeditor can be given anew,
+    /// while a deadline is compiled into each guarded method (a tool without one reads no
+    /// clock), so it is fixed with the toolbox, like a tool's own `timeout`.
+    #[darling(default, with = duration)]
+    pub timeout: Option<SpannedValue<Duration>>,
     /// `json`: the dispatcher by name and JSON arguments (SPEC B8): an argument type per tool
     /// and `ToolDispatch` on the guarded handle.
     #[darling(default)]
@@ -85,6 +93,9 @@ pub struct ToolArgs {
     pub serve_stale: Flag,
     /// `precheck = method`: a pre-call check returning `Availability` (R10).
     pub precheck: Option<Path>,
+    /// `timeout = "30s"`: the deadline of one call (B13), instead of the toolbox's.
+    #[darling(default, with = duration)]
+    pub timeout: Option<SpannedValue<Duration>>,
 }
 
 /// `freshness`, alone or with `(source = "..")`.
@@ -118,7 +129,7 @@ impl FromMeta for FreshnessArg {
 }
 
 /// The keys of `#[tool(..)]`, in the order the grammar documents them.
-const TOOL_KEYS: [&str; 10] = [
+const TOOL_KEYS: [&str; 11] = [
     "provides",
     "alternatives",
     "fallback",
@@ -129,7 +140,38 @@ const TOOL_KEYS: [&str; 10] = [
     "freshness",
     "serve_stale",
     "precheck",
+    "timeout",
 ];
+
+/// `timeout = "30s"`: a duration in humantime's syntax (`"500ms"`, `"2m"`, `"1h 30m"`),
+/// spanned at the string. Zero and out-of-range durations parse; the check phase says why
+/// they are no deadline.
+fn duration(meta: &syn::Meta) -> darling::Result<Option<SpannedValue<Duration>>> {
+    let key = path_text(meta.path());
+    let expected = || {
+        format!(
+            "`{key}` takes a duration in a string, with its unit: e.g. `{key} = \"30s\"` (also \"500ms\", \"2m\", \"1m 30s\")"
+        )
+    };
+    let syn::Meta::NameValue(nv) = meta else {
+        return Err(Error::custom(expected()).with_span(meta));
+    };
+    let Expr::Lit(syn::ExprLit {
+        lit: Lit::Str(text),
+        ..
+    }) = &nv.value
+    else {
+        return Err(Error::custom(expected()).with_span(&nv.value));
+    };
+    match humantime::parse_duration(text.value().trim()) {
+        Ok(duration) => Ok(Some(SpannedValue::new(duration, text.span()))),
+        Err(error) => Err(Error::custom(format!(
+            "`{}` is not a duration ({error}): write one with its unit, e.g. `{key} = \"30s\"` (also \"500ms\", \"2m\", \"1m 30s\")",
+            text.value()
+        ))
+        .with_span(text)),
+    }
+}
 
 /// `threshold = 3`: a whole number, spanned at the value. Zero parses; the check phase says
 /// why it is out of range. A string holding a number (`"3"`) is accepted too.

@@ -46,6 +46,9 @@ pub struct CheckedTool<'a> {
     /// Per-tool overrides of the policy; `None` takes the toolbox's.
     pub threshold: Option<u32>,
     pub probe_every: Option<u32>,
+    /// The deadline of one call in milliseconds (B13): the tool's own `timeout`, else the
+    /// toolbox's; `None`, the guarded method reads no clock.
+    pub timeout: Option<u64>,
     /// `caches`, `freshness` (with its `source`), `serve_stale` (R6).
     pub caches: bool,
     pub freshness: bool,
@@ -143,10 +146,20 @@ pub fn check<'a>(toolbox: &'a Toolbox, errors: &mut Accumulator) -> Option<Check
         );
     }
     let policy = check_policy(toolbox, &mut found);
+    let default_timeout = toolbox
+        .args
+        .timeout
+        .as_ref()
+        .and_then(|t| check_timeout(t, &mut found));
     let mut required = Vec::new();
+    let mut timeouts = Vec::new();
     let mut own_prechecks = Vec::new();
     for tool in &toolbox.tools {
         required.push(check_tool(tool, &mut found));
+        timeouts.push(match &tool.args().timeout {
+            Some(own) => check_timeout(own, &mut found),
+            None => default_timeout,
+        });
         own_prechecks.push(check_precheck(toolbox, tool, &mut found));
     }
     check_names(&toolbox.tools, &mut found);
@@ -179,10 +192,11 @@ pub fn check<'a>(toolbox: &'a Toolbox, errors: &mut Accumulator) -> Option<Check
         return None;
     }
     let mut tools = Vec::new();
-    for (((((tool, required), variant), alternatives), prechecks), json) in toolbox
+    for ((((((tool, required), timeout), variant), alternatives), prechecks), json) in toolbox
         .tools
         .iter()
         .zip(required)
+        .zip(timeouts)
         .zip(variants)
         .zip(alternatives)
         .zip(prechecks)
@@ -197,6 +211,7 @@ pub fn check<'a>(toolbox: &'a Toolbox, errors: &mut Accumulator) -> Option<Check
             fallback,
             threshold: args.threshold.as_deref().copied(),
             probe_every: args.probe_every.as_deref().copied(),
+            timeout,
             caches: args.caches.is_present(),
             freshness: args.freshness.on,
             source: args.freshness.source.as_deref().cloned(),
@@ -511,6 +526,36 @@ fn check_policy(toolbox: &Toolbox, errors: &mut Accumulator) -> Policy {
         }
     }
     policy
+}
+
+/// The longest deadline, one day: the runtime's `capability::MAX_TIMEOUT` (the same bound
+/// for maps built or loaded at run time; a proc-macro crate cannot read the runtime's).
+const MAX_TIMEOUT_MS: u128 = 24 * 60 * 60 * 1000;
+
+/// A declared `timeout`, in milliseconds, when it is a deadline a call can be given: at
+/// least 1ms, whole milliseconds (the clocks count them), at most a day.
+fn check_timeout(
+    timeout: &darling::util::SpannedValue<std::time::Duration>,
+    errors: &mut Accumulator,
+) -> Option<u64> {
+    let written = humantime::format_duration(**timeout);
+    let problem = if timeout.is_zero() {
+        format!(
+            "`timeout = \"{written}\"` is no deadline: every call would time out at once; give the longest a call may take, e.g. `timeout = \"30s\"`, or leave `timeout` out"
+        )
+    } else if !timeout.subsec_nanos().is_multiple_of(1_000_000) {
+        format!(
+            "`timeout = \"{written}\"` is not a whole number of milliseconds, the clocks' unit: e.g. `timeout = \"500ms\"`"
+        )
+    } else if timeout.as_millis() > MAX_TIMEOUT_MS {
+        format!(
+            "`timeout = \"{written}\"` is longer than a day, the longest deadline a tool call may have: is the unit right?"
+        )
+    } else {
+        return u64::try_from(timeout.as_millis()).ok();
+    };
+    errors.push(Error::custom(problem).with_span(&timeout.span()));
+    None
 }
 
 const THRESHOLD: &str =

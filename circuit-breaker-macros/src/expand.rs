@@ -546,6 +546,11 @@ fn capability_map(checked: &Checked<'_>) -> TokenStream {
         let threshold = option(tool.threshold);
         let probe_every = option(tool.probe_every);
         let caches = tool.caches;
+        // A tool with a deadline says so in its spec; one without is written as it always was.
+        let spec = match tool.timeout {
+            Some(millis) => quote!(timed(#millis)),
+            None => quote!(spec()),
+        };
         specs.push(quote! {
             _cb::__private::StaticTool {
                 name: #name,
@@ -556,7 +561,7 @@ fn capability_map(checked: &Checked<'_>) -> TokenStream {
                 probe_every: #probe_every,
                 caches: #caches,
             }
-            .spec()
+            .#spec
         });
     }
     let count = specs.len();
@@ -628,15 +633,15 @@ fn handle_method(checked: &Checked<'_>, tool: &CheckedTool<'_>, enum_ident: &Ide
     // not return a `Result` (or an adapter returning another type) is one error at that type.
     let output_span = syn::spanned::Spanned::span(output);
     let into_result = |call: &TokenStream| quote_spanned!(output_span=> <#output as _cb::__private::ToolResult>::into_result(#call));
+    // Without `.await`: `called` (below) awaits it, or times it.
     let primary = call(
         checked,
         sig.receiver,
         ident,
         &args,
-        is_async,
+        false,
         Span::call_site(),
     );
-    let primary_result = into_result(&primary);
     let adapters: Vec<(&MethodRef, usize)> = tool.adapters().collect();
 
     // Freshness (R6): which tools label their values, and keep the last good one.
@@ -703,9 +708,52 @@ fn handle_method(checked: &Checked<'_>, tool: &CheckedTool<'_>, enum_ident: &Ide
     };
     let none = quote!(_cb::__private::None);
     let prechecks = prechecks(checked, tool, enum_ident);
+    // One call, recorded through `__cb_ticket` with `route`: `call` is the call's expression
+    // without `.await`. With a deadline (B13, the recording tool's `timeout`), the call is
+    // timed from here, after the decision: an async one races the expeditor's clock and is
+    // dropped when the deadline comes first; a sync one cannot be stopped, and its answer is
+    // dropped when it comes at or after the deadline. Either is a timeout failure. Without
+    // one, the call is finished as it always was: no clock is read.
+    let called = |call: &TokenStream, is_async: bool, timeout: Option<u64>, route: TokenStream| {
+        let ticket = quote!(__cb_ticket);
+        let awaited = if is_async {
+            quote!(#call.await)
+        } else {
+            call.clone()
+        };
+        let Some(millis) = timeout else {
+            return finish(ticket, route, &into_result(&awaited));
+        };
+        let done = finish(
+            ticket.clone(),
+            route.clone(),
+            &into_result(&quote!(__cb_output)),
+        );
+        let late = quote!(_cb::__private::timed_out(#ticket, #route, __cb_deadline));
+        if is_async {
+            quote!({
+                let __cb_deadline = _cb::__private::Deadline::start(&self.expeditor, #millis);
+                match __cb_deadline.within(&self.expeditor, #call).await {
+                    _cb::__private::Some(__cb_output) => #done,
+                    _cb::__private::None => #late,
+                }
+            })
+        } else {
+            quote!({
+                let __cb_deadline = _cb::__private::Deadline::start(&self.expeditor, #millis);
+                let __cb_output = #call;
+                if __cb_deadline.passed(&self.expeditor) {
+                    #late
+                } else {
+                    #done
+                }
+            })
+        }
+    };
+    let primary_done = |route: TokenStream| called(&primary, is_async, tool.timeout, route);
 
     let body = if adapters.is_empty() {
-        let done = finish(quote!(__cb_ticket), none.clone(), &primary_result);
+        let done = primary_done(none.clone());
         // The decision matched here, as a hand-written caller of the runtime API does: the
         // ticket goes from `decide` to `finish` without another enum around it.
         quote! {
@@ -724,20 +772,28 @@ fn handle_method(checked: &Checked<'_>, tool: &CheckedTool<'_>, enum_ident: &Ide
             quote!(_cb::__private::ToolId::from(#enum_ident::#v))
         });
         let last = adapters.len() - 1;
-        let arms = adapters.iter().enumerate().map(|(i, (via, _))| {
-            let call = call_method(checked, via, &args);
-            let call_result = into_result(&call);
+        let arms = adapters.iter().enumerate().map(|(i, (via, target))| {
+            let call = call(
+                checked,
+                via.receiver,
+                &via.ident,
+                &args,
+                false,
+                via.ident.span(),
+            );
             let pattern = if i == last { quote!(..) } else { quote!(index: #i, ..) };
-            let done = finish(
-                quote!(__cb_ticket),
+            // Recorded against the alternative: timed by the alternative's deadline.
+            let done = called(
+                &call,
+                via.is_async,
+                checked.tools[*target].timeout,
                 quote!(_cb::__private::Some(__cb_route)),
-                &call_result,
             );
             quote! {
                 _cb::__private::Plan::Adapter { ticket: __cb_ticket, route: __cb_route, #pattern } => #done,
             }
         });
-        let done = finish(quote!(__cb_ticket), none, &primary_result);
+        let done = primary_done(none);
         quote! {
             match _cb::__private::plan(&self.expeditor, #enum_ident::#variant, &[#(#targets),*]) {
                 _cb::__private::Plan::Primary(__cb_ticket) => #done,

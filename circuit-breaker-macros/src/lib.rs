@@ -22,7 +22,9 @@ mod check;
 mod expand;
 
 /// Makes an inherent impl block a toolbox: every method marked `#[tool(..)]` becomes a tool
-/// with a circuit breaker. See the `circuit-breaker` crate for the grammar.
+/// with a circuit breaker. See the `circuit-breaker` crate for the grammar: its options are
+/// `policy(..)`, `timeout = "30s"` (the deadline of every tool that gives none, B13), `json`
+/// and `crate = path`.
 ///
 /// Other attributes are passed through untouched, with one exception: nothing may route a
 /// tool around its breaker. rmcp's `#[tool_router]` on the impl (above or below `#[toolbox]`:
@@ -54,6 +56,11 @@ pub fn toolbox(args: TokenStream, input: TokenStream) -> TokenStream {
 
 /// Declares a tool inside a `#[toolbox]` impl block. Outside one it is a compile error: the
 /// `#[toolbox]` attribute reads and removes every `#[tool]` of its block.
+///
+/// Among its keys (the grammar is in the `circuit-breaker` crate), `timeout = "2s"` gives
+/// each call a deadline (B13, humantime syntax, 1ms to 1day): an async call still running
+/// then is dropped and recorded as a timeout failure; a sync call, which cannot be stopped,
+/// is recorded as one when it returns at or after its deadline, and its answer is dropped.
 #[proc_macro_attribute]
 pub fn tool(_args: TokenStream, input: TokenStream) -> TokenStream {
     let input = proc_macro2::TokenStream::from(input);

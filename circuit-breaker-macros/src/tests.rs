@@ -120,6 +120,14 @@ fn b8_expansion_snapshot_json_dispatcher() {
     check_snapshot("json");
 }
 
+/// B13: per-tool deadlines in generated code: a tool's own `timeout`, the toolbox's for the
+/// others, an async call raced against the clock, a sync one checked when it returns, an
+/// adapter timed by the deadline of the alternative it is recorded against.
+#[test]
+fn b13_expansion_snapshot_deadlines() {
+    check_snapshot("timed");
+}
+
 /// A snapshot that does not exist fails (it is never written on the fly), and so does one
 /// that differs; only `UPDATE_EXPAND=1` rewrites, not `0` or any other value.
 #[test]

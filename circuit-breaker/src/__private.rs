@@ -4,8 +4,8 @@ use std::fmt;
 
 pub use crate::capability::{AlternativeSpec, CapabilityMap, Degradation, ToolSpec};
 pub use crate::executor::{
-    CallError, Freshen, Plan, Routed, finish_dated, finish_fresh, keep_last_good, plan,
-    plan_direct, refuse, serve_stale, trace_refusal,
+    CallError, Deadline, Freshen, Plan, Routed, finish_dated, finish_fresh, keep_last_good, plan,
+    plan_direct, refuse, serve_stale, timed_out, trace_refusal,
 };
 pub use crate::expeditor::{Decision, Expeditor, ExpeditorBuilder, ToolId};
 pub use crate::failure::{Classify, Failure};
@@ -97,6 +97,22 @@ impl StaticTool {
             self.threshold,
             self.probe_every,
             self.caches,
+            None,
+        )
+    }
+
+    /// The spec of a tool with a deadline of `millis` (`#[tool(timeout = "..")]`, B13). A
+    /// method of its own, so that the map of a tool without one is written as before.
+    pub const fn timed(self, millis: u64) -> ToolSpec {
+        ToolSpec::borrowed(
+            self.name,
+            self.provides,
+            self.alternatives,
+            self.fallback,
+            self.threshold,
+            self.probe_every,
+            self.caches,
+            Some(core::time::Duration::from_millis(millis)),
         )
     }
 }
@@ -533,6 +549,17 @@ pub fn json_reply<T: JsonValue, E: JsonError>(
             recorded,
             route,
             category,
+        }),
+        Err(CallError::TimedOut {
+            tool,
+            after,
+            recorded,
+            route,
+        }) => Err(CallError::TimedOut {
+            tool,
+            after,
+            recorded,
+            route,
         }),
         Err(CallError::Refused(refusal)) => Err(CallError::Refused(refusal)),
     };

@@ -101,6 +101,11 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
+}
+
 /// How many messages of the current run of failures a breaker keeps for its health summary.
 pub(crate) const RUN_MEMORY: usize = 16;
 
@@ -151,6 +156,9 @@ pub(crate) struct History {
     due_at: Option<Timestamp>,
     /// Probes failed since the circuit opened: each doubles the cool-down.
     failed_probes: u32,
+    /// Calls dropped by their caller before they answered (B13): counted, never charged.
+    /// Kept by the mirror's cell, like the last success; here when a report reads it.
+    cancelled: u64,
 }
 
 /// A record as snapshots write and read it (the format of every version so far).
@@ -172,6 +180,10 @@ struct RecordWire {
     probe_due_at: Option<Timestamp>,
     #[serde(default, skip_serializing_if = "is_zero")]
     failed_probes: u32,
+    /// Calls dropped by their caller (B13); left out while there are none, so snapshots
+    /// without cancellations read and write as before.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    cancelled: u64,
 }
 
 impl From<BreakerRecord> for RecordWire {
@@ -189,6 +201,7 @@ impl From<BreakerRecord> for RecordWire {
             backoff: record.backoff,
             probe_due_at: history.due_at,
             failed_probes: history.failed_probes,
+            cancelled: history.cancelled,
         }
     }
 }
@@ -201,6 +214,7 @@ impl From<RecordWire> for BreakerRecord {
             recent_failures: wire.recent_failures,
             due_at: wire.probe_due_at,
             failed_probes: wire.failed_probes,
+            cancelled: wire.cancelled,
         };
         BreakerRecord {
             state: wire.state,
@@ -229,6 +243,7 @@ impl PartialEq for BreakerRecord {
             && self.backoff == other.backoff
             && self.probe_due_at() == other.probe_due_at()
             && self.failed_probes() == other.failed_probes()
+            && self.cancelled() == other.cancelled()
     }
 }
 
@@ -311,6 +326,27 @@ impl BreakerRecord {
     /// Whether the probe is due by time at `now`.
     fn due_by_time(&self, now: Timestamp) -> bool {
         self.probe_due_at().is_some_and(|due| now >= due)
+    }
+
+    /// Calls of the tool dropped by their caller before they answered (B13): a ticket
+    /// dropped unrecorded, e.g. by the caller's own timeout around the call. Counted over the
+    /// breaker's life, never charged: a cancellation is neither a success nor a failure.
+    pub fn cancelled(&self) -> u64 {
+        self.history.as_ref().map_or(0, |h| h.cancelled)
+    }
+
+    /// Sets the cancellations (the engine does not count them: the mirror's cell does).
+    pub(crate) fn set_cancelled(&mut self, cancelled: u64) {
+        match (&mut self.history, cancelled) {
+            (Some(history), n) => history.cancelled = n,
+            (None, 0) => {}
+            (None, n) => {
+                self.history = Some(Box::new(History {
+                    cancelled: n,
+                    ..History::default()
+                }));
+            }
+        }
     }
 
     /// The step at which the circuit last opened.

@@ -11,6 +11,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -304,6 +305,97 @@ pub struct ToolSpec {
     /// the client's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     caller_errors: Option<Vec<crate::failure::FailureCategory>>,
+    /// The deadline of one call (B13), as a humantime string (`"30s"`, `"1m 30s"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    timeout: Option<TimeoutSpec>,
+}
+
+/// The shortest per-tool timeout: the clocks count whole milliseconds.
+pub const MIN_TIMEOUT: Duration = Duration::from_millis(1);
+
+/// The longest per-tool timeout, one day: a deadline longer than that is a mistake (a unit
+/// misread, `"900 years"`), not a deadline. `#[tool(timeout = "..")]` has the same bounds.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Why a duration is no per-tool timeout: zero, under [`MIN_TIMEOUT`] or over
+/// [`MAX_TIMEOUT`]. `None` for one in range.
+pub fn timeout_problem(timeout: Duration) -> Option<String> {
+    if timeout < MIN_TIMEOUT {
+        Some(format!(
+            "a timeout of {} is no deadline; the shortest is 1ms",
+            humantime::format_duration(timeout)
+        ))
+    } else if timeout > MAX_TIMEOUT {
+        Some(format!(
+            "a timeout of {} is longer than the longest, 1day",
+            humantime::format_duration(timeout)
+        ))
+    } else {
+        None
+    }
+}
+
+/// A tool's timeout as declared: a duration, or text that is none (kept as written, so that
+/// validation reports it with the tool's name instead of failing the whole document).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum TimeoutSpec {
+    Set(Duration),
+    Unreadable { text: Text, why: Text },
+}
+
+impl Serialize for TimeoutSpec {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            TimeoutSpec::Set(d) => {
+                serializer.serialize_str(&humantime::format_duration(*d).to_string())
+            }
+            TimeoutSpec::Unreadable { text, .. } => serializer.serialize_str(text),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for TimeoutSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = TimeoutSpec;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a duration such as \"30s\"")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<TimeoutSpec, E> {
+                Ok(match humantime::parse_duration(text.trim()) {
+                    Ok(d) => TimeoutSpec::Set(d),
+                    Err(e) => TimeoutSpec::Unreadable {
+                        text: clip_text(text),
+                        why: Cow::Owned(e.to_string()),
+                    },
+                })
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<TimeoutSpec, E> {
+                Ok(bare_number(n.to_string()))
+            }
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<TimeoutSpec, E> {
+                Ok(bare_number(n.to_string()))
+            }
+            fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<TimeoutSpec, E> {
+                Ok(bare_number(n.to_string()))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+/// A number without a unit: `30` could be seconds or milliseconds, so it is not guessed.
+fn bare_number(text: String) -> TimeoutSpec {
+    TimeoutSpec::Unreadable {
+        text: Cow::Owned(text),
+        why: Cow::Borrowed("a number without a unit"),
+    }
+}
+
+/// At most 64 characters of what a document said, for an error message.
+fn clip_text(text: &str) -> Text {
+    Cow::Owned(text.chars().take(64).collect())
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
@@ -328,12 +420,14 @@ impl ToolSpec {
                 caches: false,
                 server: None,
                 caller_errors: None,
+                timeout: None,
             },
         }
     }
 
     /// A tool from `'static` parts, in a `const` context (for generated maps, through
     /// `__private`).
+    #[allow(clippy::too_many_arguments)] // the fields of `StaticTool`, one by one
     pub(crate) const fn borrowed(
         name: &'static str,
         provides: &'static str,
@@ -342,6 +436,7 @@ impl ToolSpec {
         threshold: Option<u32>,
         probe_every: Option<u32>,
         caches: bool,
+        timeout: Option<Duration>,
     ) -> Self {
         ToolSpec {
             name: Cow::Borrowed(name),
@@ -353,6 +448,10 @@ impl ToolSpec {
             caches,
             server: None,
             caller_errors: None,
+            timeout: match timeout {
+                Some(d) => Some(TimeoutSpec::Set(d)),
+                None => None,
+            },
         }
     }
 
@@ -411,6 +510,22 @@ impl ToolSpec {
     /// server unreachable, every tool of the same server goes down with it, as one event.
     pub fn server(&self) -> Option<&str> {
         self.server.as_deref()
+    }
+
+    /// The deadline of one call to the tool (B13), if it has one: a call still running then
+    /// is a timeout failure of the tool. `None` also for a timeout that could not be read
+    /// (validation reports it).
+    pub fn timeout(&self) -> Option<Duration> {
+        match self.timeout {
+            Some(TimeoutSpec::Set(d)) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// Whether a timeout was given, readable or not.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn declares_timeout(&self) -> bool {
+        self.timeout.is_some()
     }
 
     /// Critical: no tool alternative exists (R1.3).
@@ -497,6 +612,21 @@ impl ToolSpecBuilder {
         categories: impl IntoIterator<Item = crate::failure::FailureCategory>,
     ) -> Self {
         self.spec.caller_errors = Some(categories.into_iter().collect());
+        self
+    }
+
+    /// Gives each call of the tool a deadline (B13): a call that has not answered `timeout`
+    /// after it started is recorded as a failure of category timeout. From
+    /// [`MIN_TIMEOUT`] to [`MAX_TIMEOUT`]; validation reports any other.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.spec.timeout = Some(TimeoutSpec::Set(timeout));
+        self
+    }
+
+    /// The timeout of `other`, as it was given (readable or not).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn timeout_of(mut self, other: &ToolSpec) -> Self {
+        self.spec.timeout.clone_from(&other.timeout);
         self
     }
 
@@ -693,6 +823,25 @@ pub(crate) fn check_tool(
     if tool.probe_every == Some(0) {
         errors.push(MapError::ZeroProbeInterval { tool: label() });
     }
+    match &tool.timeout {
+        None => {}
+        Some(TimeoutSpec::Set(d)) => {
+            if let Some(problem) = timeout_problem(*d) {
+                errors.push(MapError::InvalidTimeout {
+                    tool: label(),
+                    timeout: humantime::format_duration(*d).to_string(),
+                    why: problem,
+                });
+            }
+        }
+        Some(TimeoutSpec::Unreadable { text, why }) => errors.push(MapError::InvalidTimeout {
+            tool: label(),
+            timeout: text.to_string(),
+            why: format!(
+                "it is not a duration ({why}); write one with its unit, e.g. \"30s\", \"2m\" or \"1m 30s\""
+            ),
+        }),
+    }
     let mut listed: Vec<&str> = Vec::new();
     for alternative in tool.alternatives.iter() {
         let alt = &*alternative.tool;
@@ -773,6 +922,16 @@ pub enum MapError {
         /// The tool.
         tool: String,
     },
+    /// A per-tool timeout that is not a duration, or out of range ([`MIN_TIMEOUT`] to
+    /// [`MAX_TIMEOUT`]).
+    InvalidTimeout {
+        /// The tool.
+        tool: String,
+        /// The timeout as written.
+        timeout: String,
+        /// What is wrong with it.
+        why: String,
+    },
     /// More tools than one expeditor can hold.
     TooManyTools {
         /// The most tools an expeditor holds.
@@ -825,6 +984,9 @@ impl fmt::Display for MapError {
                 f,
                 "tool `{tool}` has a probe interval of 0; the smallest is 1"
             ),
+            MapError::InvalidTimeout { tool, timeout, why } => {
+                write!(f, "tool `{tool}` has timeout `{timeout}`: {why}")
+            }
             MapError::TooManyTools { limit } => {
                 write!(f, "more than {limit} tools in one expeditor")
             }

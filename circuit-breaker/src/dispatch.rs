@@ -232,61 +232,23 @@ impl Reply {
                 error,
                 recorded,
                 route,
+            }) => Reply::failed(
+                expeditor,
+                tool,
+                &failed,
+                error.to_string(),
+                recorded,
+                route,
+                state,
+            ),
+            Err(CallError::TimedOut {
+                tool: failed,
+                after,
+                recorded,
+                route,
             }) => {
-                let message = error.to_string();
-                let mut note = format!("{failed} failed: {}.", clip(&message));
-                if recorded.opened {
-                    // What to use instead, as a refusal would say it (B15): the model is
-                    // not left to find out by calling a tool it was told to leave alone.
-                    let opened = expeditor.tool(&failed);
-                    let due = opened
-                        .and_then(|id| expeditor.breaker(id))
-                        .and_then(|record| record.probe_due_at());
-                    match due {
-                        Some(due) => {
-                            let _ = write!(
-                                note,
-                                " Its circuit is now OPEN: do not call {failed} before {due}, when it is offered again on probation."
-                            );
-                        }
-                        None => {
-                            let _ = write!(
-                                note,
-                                " Its circuit is now OPEN: do not call {failed} again in this task."
-                            );
-                        }
-                    }
-                    if let Some(instead) = opened.and_then(|id| expeditor.instead_of(id)) {
-                        let _ = write!(note, " Instead, {instead}");
-                    }
-                } else {
-                    note.push_str(" Do not repeat the same call now; the failure is recorded.");
-                }
-                if recorded.paused {
-                    match expeditor.pause_lifts_at() {
-                        // A service's pause lifts by itself (B15): say when, promise nothing else.
-                        Some(at) => {
-                            let _ = write!(
-                                note,
-                                " Every tool is now paused until {at}: report what is done and \
-                                 what is waiting."
-                            );
-                        }
-                        None => note.push_str(
-                            " Every tool is now paused: stop and report the completed and \
-                             incomplete work to the user.",
-                        ),
-                    }
-                }
-                Reply {
-                    tool: tool.to_owned(),
-                    outcome: ReplyOutcome::Failed { message },
-                    value: None,
-                    note: Some(note),
-                    route: route.map(|r| *r),
-                    freshness: Freshness::Fresh,
-                    state,
-                }
+                let message = crate::executor::timed_out_message(after);
+                Reply::failed(expeditor, tool, &failed, message, recorded, route, state)
             }
             Err(CallError::Rejected {
                 tool: rejected_by,
@@ -306,6 +268,73 @@ impl Reply {
                 reply
             }
             Err(CallError::Refused(refusal)) => Reply::refused(tool, &refusal, state),
+        }
+    }
+
+    /// The reply to a call that ran and failed (or missed its deadline, B13): the message,
+    /// and a note saying what recording it did.
+    fn failed(
+        expeditor: &Expeditor,
+        tool: &str,
+        failed: &str,
+        message: String,
+        recorded: crate::expeditor::Recorded,
+        route: Option<Box<RouteTaken>>,
+        state: Option<CircuitState>,
+    ) -> Reply {
+        let mut note = format!("{failed} failed: {}.", clip(&message));
+        if recorded.opened {
+            // What to use instead, as a refusal would say it (B15): the model is not left to
+            // find out by calling a tool it was told to leave alone.
+            let opened = expeditor.tool(failed);
+            let due = opened
+                .and_then(|id| expeditor.breaker(id))
+                .and_then(|record| record.probe_due_at());
+            match due {
+                Some(due) => {
+                    let _ = write!(
+                        note,
+                        " Its circuit is now OPEN: do not call {failed} before {due}, when it is \
+                         offered again on probation."
+                    );
+                }
+                None => {
+                    let _ = write!(
+                        note,
+                        " Its circuit is now OPEN: do not call {failed} again in this task."
+                    );
+                }
+            }
+            if let Some(instead) = opened.and_then(|id| expeditor.instead_of(id)) {
+                let _ = write!(note, " Instead, {instead}");
+            }
+        } else {
+            note.push_str(" Do not repeat the same call now; the failure is recorded.");
+        }
+        if recorded.paused {
+            match expeditor.pause_lifts_at() {
+                // A service's pause lifts by itself (B15): say when, promise nothing else.
+                Some(at) => {
+                    let _ = write!(
+                        note,
+                        " Every tool is now paused until {at}: report what is done and what is \
+                         waiting."
+                    );
+                }
+                None => note.push_str(
+                    " Every tool is now paused: stop and report the completed and incomplete \
+                     work to the user.",
+                ),
+            }
+        }
+        Reply {
+            tool: tool.to_owned(),
+            outcome: ReplyOutcome::Failed { message },
+            value: None,
+            note: Some(note),
+            route: route.map(|r| *r),
+            freshness: Freshness::Fresh,
+            state,
         }
     }
 

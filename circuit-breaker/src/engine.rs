@@ -212,6 +212,8 @@ pub(crate) struct Changes {
     pub(crate) attempts: Vec<(ToolId, u32)>,
     /// Last successes to set (a record was restored).
     pub(crate) successes: Vec<(ToolId, Option<SuccessMark>)>,
+    /// Cancellation counts to set (a record was restored).
+    pub(crate) cancellations: Vec<(ToolId, u64)>,
     /// The step to set (a snapshot was restored).
     pub(crate) step: Option<u64>,
     /// What to tell the fleet's store (B11).
@@ -226,6 +228,7 @@ impl Changes {
             || !self.registered.is_empty()
             || !self.attempts.is_empty()
             || !self.successes.is_empty()
+            || !self.cancellations.is_empty()
             || self.step.is_some()
     }
 
@@ -518,7 +521,7 @@ impl Engine {
     /// Tool `i` on probation if its cool-down is over (see [`tick`](Self::tick)).
     fn probation(&mut self, i: usize, now: Timestamp, changes: &mut Changes) {
         let record = &self.records[i];
-        if record.state != CircuitState::Open || !record.probe_due_at().is_some_and(|d| now >= d) {
+        if record.state != CircuitState::Open || record.probe_due_at().is_none_or(|d| now < d) {
             return;
         }
         let tool = ToolId::from_index(u32::try_from(i).unwrap_or(u32::MAX));
@@ -2342,6 +2345,7 @@ impl Engine {
             };
         }
         let mut successes: Vec<Option<SuccessMark>> = vec![None; self.records.len()];
+        let mut cancellations: Vec<u64> = vec![0; self.records.len()];
         for tool in &snapshot.tools {
             let Some(id) = self.id(tool.spec.name()) else {
                 continue;
@@ -2349,23 +2353,32 @@ impl Engine {
             let i = id.index() as usize;
             let epoch = self.records[i].epoch;
             successes[i] = tool.breaker.last_success().copied();
+            cancellations[i] = tool.breaker.cancelled();
             let mut record = BreakerRecord {
                 probe: None,
                 epoch,
                 ..tool.breaker.clone()
             };
-            // The mirror's cell keeps the last success, not the engine.
+            // The mirror's cells keep the last success and the cancellations, not the engine.
             record.set_last_success(None);
             // A saved due time is not trusted (a snapshot may come from anywhere, or from
             // long ago): an OPEN circuit gets its cool-down afresh from the restore (B13).
             record.set_due(None);
+            record.set_cancelled(0);
             self.records[i] = record;
         }
-        for (i, (record, success)) in self.records.iter().zip(successes).enumerate() {
+        for (i, ((record, success), cancelled)) in self
+            .records
+            .iter()
+            .zip(successes)
+            .zip(cancellations)
+            .enumerate()
+        {
             let Ok(index) = u32::try_from(i) else { break };
             let id = ToolId::from_index(index);
             changes.attempts.push((id, record.attempts_since_open));
             changes.successes.push((id, success));
+            changes.cancellations.push((id, cancelled));
         }
         for precheck in &mut self.prechecks {
             precheck.result = None;

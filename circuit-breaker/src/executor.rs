@@ -7,8 +7,13 @@
 //! generates makes that call.
 
 use std::fmt;
+use std::future::Future;
+use std::task::Poll;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+use crate::clock::Timestamp;
 
 use crate::expeditor::{Decision, Expeditor, Pause, Recorded, Skip, SkipReason, Ticket, ToolId};
 use crate::failure::Failure;
@@ -364,6 +369,20 @@ pub enum CallError<E> {
         /// [`InvalidInput`](crate::FailureCategory::InvalidInput) otherwise.
         category: crate::FailureCategory,
     },
+    /// The tool — or the adapter through an alternative — did not answer within its deadline
+    /// (`#[tool(timeout = "..")]`, [`ToolSpec::timeout`](crate::ToolSpec::timeout), B13): the
+    /// call was recorded as a failure of category timeout, and its future dropped (a sync
+    /// tool that answered late: its value dropped).
+    TimedOut {
+        /// The tool the timeout was recorded against.
+        tool: String,
+        /// The deadline it missed.
+        after: std::time::Duration,
+        /// What recording the failure did (circuit opened? budget left?).
+        recorded: Recorded,
+        /// The route taken, when the call went through an alternative.
+        route: Option<Box<RouteTaken>>,
+    },
     /// The call was not made.
     Refused(Refusal),
 }
@@ -373,7 +392,9 @@ impl<E> CallError<E> {
     pub fn refusal(&self) -> Option<&Refusal> {
         match self {
             CallError::Refused(r) => Some(r),
-            CallError::Failed { .. } | CallError::Rejected { .. } => None,
+            CallError::Failed { .. } | CallError::Rejected { .. } | CallError::TimedOut { .. } => {
+                None
+            }
         }
     }
 
@@ -381,7 +402,15 @@ impl<E> CallError<E> {
     pub fn tool_error(&self) -> Option<&E> {
         match self {
             CallError::Failed { error, .. } | CallError::Rejected { error, .. } => Some(error),
-            CallError::Refused(_) => None,
+            CallError::TimedOut { .. } | CallError::Refused(_) => None,
+        }
+    }
+
+    /// The deadline the call missed, if it timed out.
+    pub fn timed_out(&self) -> Option<std::time::Duration> {
+        match self {
+            CallError::TimedOut { after, .. } => Some(*after),
+            CallError::Failed { .. } | CallError::Rejected { .. } | CallError::Refused(_) => None,
         }
     }
 
@@ -398,15 +427,24 @@ impl<E: fmt::Display> fmt::Display for CallError<E> {
             CallError::Rejected { tool, error, .. } => {
                 write!(f, "{tool} rejected the call: {error}")
             }
+            CallError::TimedOut { tool, after, .. } => {
+                write!(f, "{tool} failed: {}", timed_out_message(*after))
+            }
             CallError::Refused(refusal) => fmt::Display::fmt(refusal, f),
         }
     }
+}
+
+/// The failure message of a call past its deadline: `timed out after 30s`.
+pub(crate) fn timed_out_message(after: std::time::Duration) -> String {
+    format!("timed out after {}", humantime::format_duration(after))
 }
 
 impl<E: std::error::Error + 'static> std::error::Error for CallError<E> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             CallError::Failed { error, .. } | CallError::Rejected { error, .. } => Some(error),
+            CallError::TimedOut { .. } => None,
             CallError::Refused(refusal) => Some(refusal),
         }
     }
@@ -570,6 +608,93 @@ fn failed<E>(
             route,
         }
     }
+}
+
+/// A call's deadline (B13), from when the call starts (after the decision): the one clock
+/// read a tool with a timeout costs before it is called. Tools without a timeout never make
+/// one.
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline {
+    at: Timestamp,
+    after: Duration,
+}
+
+impl Deadline {
+    /// A deadline `millis` from now, by the expeditor's clock.
+    #[inline]
+    pub fn start(expeditor: &Expeditor, millis: u64) -> Self {
+        let after = Duration::from_millis(millis);
+        Deadline {
+            at: expeditor.now().plus(after),
+            after,
+        }
+    }
+
+    /// The time the call must answer by.
+    pub fn at(&self) -> Timestamp {
+        self.at
+    }
+
+    /// The timeout the deadline was set with.
+    pub fn after(&self) -> Duration {
+        self.after
+    }
+
+    /// Whether the expeditor's clock has reached the deadline: a sync tool's answer read
+    /// after it returns. An answer at or past its deadline is late, as if none had come.
+    #[inline]
+    pub fn passed(&self, expeditor: &Expeditor) -> bool {
+        expeditor.now() >= self.at
+    }
+
+    /// Runs `future` against the deadline: its output when it answered in time, `None` when
+    /// the deadline came first (or it answered, but late) — the future is then dropped, which
+    /// is how an async call is cancelled. The timer ([`WallClock::sleep_until`] of the
+    /// expeditor's clock) is set only if the future does not answer on its first poll.
+    ///
+    /// [`WallClock::sleep_until`]: crate::clock::WallClock::sleep_until
+    pub async fn within<F: Future>(self, expeditor: &Expeditor, future: F) -> Option<F::Output> {
+        let mut future = std::pin::pin!(future);
+        let mut sleep: Option<crate::clock::Sleep> = None;
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(output) = future.as_mut().poll(cx) {
+                return Poll::Ready((!self.passed(expeditor)).then_some(output));
+            }
+            let sleep = sleep.get_or_insert_with(|| expeditor.sleep_until(self.at));
+            match std::pin::Pin::new(sleep).poll(cx) {
+                Poll::Ready(()) => Poll::Ready(None),
+                Poll::Pending => Poll::Pending,
+            }
+        })
+        .await
+    }
+}
+
+/// A call past its deadline: recorded through its ticket as a failure of category timeout,
+/// `timed out after ..` (B13), and answered as [`CallError::TimedOut`]. Out of line, like
+/// `failed`: cold, and one instantiation for every tool.
+///
+/// # Errors
+/// Always: the timeout.
+#[cold]
+#[inline(never)]
+pub fn timed_out<T, E>(
+    ticket: Ticket<'_>,
+    route: Option<Box<RouteTaken>>,
+    deadline: Deadline,
+) -> Result<Routed<T>, CallError<E>> {
+    let tool = ticket.tool_name().to_owned();
+    let failure = Failure::with_category(
+        timed_out_message(deadline.after),
+        crate::failure::FailureCategory::Timeout,
+    );
+    let recorded = crate::telemetry::traced_failure(failure, |f| ticket.failure(f));
+    Err(CallError::TimedOut {
+        tool,
+        after: deadline.after,
+        recorded,
+        route,
+    })
 }
 
 /// `finish` for a tool with no freshness keys, dating its value (R6.3): a value that says it

@@ -261,8 +261,11 @@ impl Decision<'_> {
 }
 
 /// Permission to call a tool once. Record the outcome with [`success`](Self::success) or
-/// [`failure`](Self::failure); a ticket dropped unrecorded is a cancellation, counted as
-/// neither, and a dropped probe frees the half-open slot for the next caller. A ticket dropped
+/// [`failure`](Self::failure); a ticket dropped unrecorded is a cancellation by the caller
+/// (its future dropped by a timeout of its own, say): charged as neither, but counted
+/// ([`BreakerRecord::cancelled`], the state table's `Cancelled by caller` line, B13), and a
+/// dropped probe frees the half-open slot for the next caller. A call not made at all is
+/// given back with [`cancel`](Self::cancel), which counts nothing. A ticket dropped
 /// while its thread panics (the tool panicked) is recorded as a failure ([`PANICKED`]).
 #[must_use = "record the call's outcome through the ticket; dropping it counts as a cancellation"]
 pub struct Ticket<'a> {
@@ -360,9 +363,12 @@ impl<'a> Ticket<'a> {
         result
     }
 
-    /// Gives the ticket back unused: neither success nor failure.
-    pub fn cancel(self) {
-        drop(self);
+    /// Gives the ticket back unused, the call not made (the arguments were wrong, the
+    /// server could not be reached first): neither success nor failure, and not counted as
+    /// a cancellation. A held probe slot is freed.
+    pub fn cancel(mut self) {
+        self.done = true;
+        release(self.expeditor, self.tool, self.via);
     }
 }
 
@@ -376,8 +382,10 @@ impl Drop for Ticket<'_> {
     }
 }
 
-/// A ticket dropped unrecorded: a cancellation — or, while its thread panics, a failure.
-/// Takes the ticket's parts by value, so that the ticket itself never needs an address.
+/// A ticket dropped unrecorded: a cancellation by the caller, counted on the tool's own
+/// cell without a lock (B13) and said on the call's span — or, while its thread panics, a
+/// failure. Takes the ticket's parts by value, so that the ticket itself never needs an
+/// address.
 #[cold]
 #[inline(never)]
 fn abandon(expeditor: &Expeditor, tool: ToolId, via: Via) {
@@ -389,7 +397,18 @@ fn abandon(expeditor: &Expeditor, tool: ToolId, via: Via) {
             via,
             Failure::with_category(PANICKED, FailureCategory::Other),
         );
-    } else if matches!(via, Via::Probe(_)) {
+        return;
+    }
+    if let Some(slot) = expeditor.inner.mirror.get(tool) {
+        slot.hot.count_cancellation();
+    }
+    crate::telemetry::cancelled();
+    release(expeditor, tool, via);
+}
+
+/// A ticket given back: a probe's slot is freed for the next caller; a call's holds nothing.
+fn release(expeditor: &Expeditor, tool: ToolId, via: Via) {
+    if matches!(via, Via::Probe(_)) {
         expeditor.command(|engine, changes, _| engine.cancel(tool, via, changes));
     }
 }
@@ -964,6 +983,13 @@ impl Expeditor {
     /// The wall clock's time now.
     pub fn now(&self) -> Timestamp {
         self.inner.clock.now()
+    }
+
+    /// A future that completes when the expeditor's clock reaches `deadline`
+    /// ([`WallClock::sleep_until`]): what a call's deadline waits on (B13), so that a test on a
+    /// [`ManualClock`](crate::clock::ManualClock) times a call out by moving the clock.
+    pub(crate) fn sleep_until(&self, deadline: Timestamp) -> crate::clock::Sleep {
+        self.inner.clock.sleep_until(deadline)
     }
 
     // ----- tools ----------------------------------------------------------------------------

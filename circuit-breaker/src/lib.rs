@@ -58,6 +58,7 @@ mod signal;
 pub mod snapshot;
 mod sync;
 pub mod telemetry;
+mod timer;
 pub mod toolbox;
 
 pub use circuit_breaker_macros::{tool, toolbox};

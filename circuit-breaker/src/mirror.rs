@@ -12,6 +12,9 @@
 //!   restored);
 //! - the last success (step and wall time), written by `Ticket::success` the first time a
 //!   tool succeeds in a step, and by `publish` only on restore. The engine never keeps it.
+//! - the cancellations (B13): calls dropped by their caller, counted where a dropped ticket
+//!   lands (no lock: a caller's timeout must not wait on the engine), set by `publish` only
+//!   on restore. The engine never keeps them either.
 //!
 //! A tool's cells and the pointer to its definition fill one cache line, and no two tools
 //! share one: a tool written on (a success stamped once per step, an attempt counted) never
@@ -54,6 +57,8 @@ pub(crate) struct Hot {
     /// The last success: written once per step, on the tool's own line (its word is read by
     /// the same calls that write it).
     success: SuccessCell,
+    /// Calls dropped by their caller (B13); written only on that cold path.
+    cancelled: AtomicU64,
 }
 
 /// The latest step with a success, and the wall time of the first success in it.
@@ -84,7 +89,13 @@ impl Hot {
                 step: AtomicU64::new(NEVER),
                 at: AtomicU64::new(0),
             },
+            cancelled: AtomicU64::new(0),
         }
+    }
+
+    /// Counts a call dropped by its caller (B13).
+    pub(crate) fn count_cancellation(&self) {
+        self.cancelled.fetch_add(1, Ordering::AcqRel);
     }
 
     #[inline]
@@ -288,6 +299,11 @@ impl Mirror {
                 slot.hot.success.step.store(step, Ordering::Release);
             }
         }
+        for &(tool, cancelled) in &changes.cancellations {
+            if let Some(slot) = self.get(tool) {
+                slot.hot.cancelled.store(cancelled, Ordering::Release);
+            }
+        }
         let write = |tool: ToolId| {
             if let (Some(slot), Some(record)) = (self.get(tool), engine.record(tool)) {
                 slot.hot.publish(record, engine.gated(tool));
@@ -344,6 +360,7 @@ impl View<'_> {
                 record.attempts_since_open = slot.hot.attempts.load(Ordering::Acquire);
             }
             record.set_last_success(slot.hot.last_success());
+            record.set_cancelled(slot.hot.cancelled.load(Ordering::Acquire));
         }
         Some(record)
     }

@@ -23,6 +23,7 @@
 //! | `circuit_breaker.rejections` | counter | `{call}` | `gen_ai.tool.name`, `error.type` (a refusal) |
 //! | `circuit_breaker.routes` | counter | `{call}` | `gen_ai.tool.name`, `circuit_breaker.route`, `circuit_breaker.route.tool` (when an alternative) |
 //! | `circuit_breaker.systemic_events` | counter | `{event}` | `circuit_breaker.systemic.cause` |
+//! | `circuit_breaker.cancellations` | counter | `{call}` | `gen_ai.tool.name`: calls dropped by their caller before they answered (B13), not charged |
 //! | `circuit_breaker.budget.consumed`, `.remaining`, `.limit` | gauges (u64) | `{failure}` | none (or those given to [`Telemetry::observe_with`]) |
 //!
 //! `error.type` keeps the crate's vocabulary (the failure categories, the refusals, the
@@ -144,6 +145,8 @@ pub mod metric {
     pub const ROUTES: &str = "circuit_breaker.routes";
     /// Counter of systemic events, by suspected cause.
     pub const SYSTEMIC_EVENTS: &str = "circuit_breaker.systemic_events";
+    /// Counter of calls dropped by their caller before they answered (B13), by tool.
+    pub const CANCELLATIONS: &str = "circuit_breaker.cancellations";
     /// Gauge: failures charged to the budget this cycle.
     pub const BUDGET_CONSUMED: &str = "circuit_breaker.budget.consumed";
     /// Gauge: failures left before the mandatory pause.
@@ -166,6 +169,7 @@ const ROUTE_TOOL: &str = "circuit_breaker.route.tool";
 const TOOL: &str = "circuit_breaker.tool";
 const TOOLS: &str = "circuit_breaker.tools";
 const CAUSE: &str = "circuit_breaker.systemic.cause";
+const CANCELLED: &str = "circuit_breaker.cancelled";
 
 /// The conventions' `error.type` for a value outside the vocabulary.
 const OTHER: &str = "_OTHER";
@@ -190,6 +194,7 @@ struct Shared {
     rejections: Counter<u64>,
     routes: Counter<u64>,
     systemic: Counter<u64>,
+    cancellations: Counter<u64>,
     observed: Arc<RwLock<Vec<Observed>>>,
     /// Kept for as long as the telemetry lives (the SDK keeps their callbacks).
     _gauges: [ObservableGauge<u64>; 4],
@@ -245,6 +250,13 @@ impl Telemetry {
             .with_unit("{event}")
             .with_description("Systemic failures: correlated circuits opened, calls paused.")
             .build();
+        let cancellations = meter
+            .u64_counter(metric::CANCELLATIONS)
+            .with_unit("{call}")
+            .with_description(
+                "Tool calls dropped by their caller before they answered (not charged).",
+            )
+            .build();
 
         let list = Arc::clone(&observed);
         let state = meter
@@ -287,6 +299,7 @@ impl Telemetry {
                 rejections,
                 routes,
                 systemic,
+                cancellations,
                 observed,
                 _gauges: gauges,
             }),
@@ -435,9 +448,17 @@ struct Call {
     error_type: Option<&'static str>,
     route: Option<StringValue>,
     route_tool: Option<StringValue>,
+    /// The caller dropped the call (B13).
+    cancelled: bool,
 }
 
 impl Visit for Call {
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        if field.name() == CANCELLED {
+            self.cancelled = value;
+        }
+    }
+
     fn record_str(&mut self, field: &Field, value: &str) {
         match field.name() {
             TOOL_NAME => self.tool = Some(shared_name(value)),
@@ -529,6 +550,7 @@ where
             error_type: None,
             route: None,
             route_tool: None,
+            cancelled: false,
         };
         attrs.record(&mut call);
         span.extensions_mut().replace(call);
@@ -599,6 +621,12 @@ where
             with_attributes(error, tool.clone(), None, |attributes| {
                 self.shared.rejections.add(1, attributes);
             });
+        }
+        if call.cancelled {
+            match &tool {
+                Some(tool) => self.shared.cancellations.add(1, std::slice::from_ref(tool)),
+                None => self.shared.cancellations.add(1, &[]),
+            }
         }
         if let Some(route) = call.route {
             let route_tool = call.route_tool.map(|t| KeyValue::new(ROUTE_TOOL, t));

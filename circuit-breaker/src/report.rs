@@ -41,9 +41,20 @@ pub struct StateRow {
     pub last_failure: Option<FailureMark>,
     /// The last success.
     pub last_success: Option<SuccessMark>,
+    /// Calls dropped by their caller before they answered (B13): counted, not charged. Left
+    /// out of the serde form while 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cancelled: u64,
 }
 
-/// The circuit breaker state table followed by `Failure budget: X / Y consumed` (R2.3).
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// The circuit breaker state table followed by `Failure budget: X / Y consumed` (R2.3), and,
+/// only when some call was dropped by its caller, `Cancelled by caller (not charged): grep 4,
+/// bash 1` (B13).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StateTable {
     /// One row per tool, in registration order.
@@ -132,6 +143,18 @@ impl fmt::Display for StateTable {
         )?;
         if !self.mistakes.is_none() {
             write!(f, "\n{}", self.mistakes)?;
+        }
+        // B13: only when some call was dropped by its caller, so the seed's layout stays.
+        let mut cancelled = self.rows.iter().filter(|row| row.cancelled > 0);
+        if let Some(first) = cancelled.next() {
+            write!(
+                f,
+                "\nCancelled by caller (not charged): {} {}",
+                first.tool, first.cancelled
+            )?;
+            for row in cancelled {
+                write!(f, ", {} {}", row.tool, row.cancelled)?;
+            }
         }
         for server in &self.servers {
             write!(f, "\n{server}")?;
@@ -785,6 +808,7 @@ impl StateTable {
                 consecutive_failures: record.consecutive_failures(),
                 last_failure: record.last_failure().cloned(),
                 last_success: record.last_success().copied(),
+                cancelled: record.cancelled(),
             })
             .collect();
         StateTable {

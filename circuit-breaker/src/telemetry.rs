@@ -21,11 +21,13 @@
 //! | `circuit_breaker.freshness` | the value's label, when it is not fresh (R6) |
 //! | `circuit_breaker.budget.remaining` | failures left, after a failure |
 //! | `circuit_breaker.server` | an MCP client's server |
+//! | `circuit_breaker.cancelled` | `true` when the caller dropped the call before it answered (B13): no `error.type`, nothing charged |
 //! | `mcp.method.name`, `mcp.session.id`, `mcp.protocol.version`, `jsonrpc.request.id`, `network.transport` | MCP, when known |
 //!
 //! What the breaker does during the call is a span event (a `tracing` event inside the
 //! span), named by its message: `refused` (with the route advised), `budget_pause`,
-//! `systemic_pause`, `routed`, `labelled`; and the engine's own events
+//! `systemic_pause`, `routed`, `labelled`, `cancelled` (the caller dropped the call); and the
+//! engine's own events
 //! ([`Event`](crate::event::Event), e.g. `Circuit OPENED for grep: 3 consecutive failures`,
 //! with `circuit_breaker.event = "opened"`; a probe is `half_opened`). Their fields are
 //! namespaced `circuit_breaker.*`.
@@ -250,6 +252,7 @@ macro_rules! execute_tool_span {
             circuit_breaker.freshness = tracing::field::Empty,
             circuit_breaker.budget.remaining = tracing::field::Empty,
             circuit_breaker.server = tracing::field::Empty,
+            circuit_breaker.cancelled = tracing::field::Empty,
             mcp.method.name = tracing::field::Empty,
             mcp.session.id = tracing::field::Empty,
             mcp.protocol.version = tracing::field::Empty,
@@ -368,6 +371,26 @@ fn failed(failure: &Failure, recorded: &crate::engine::Recorded) {
     span.record(
         "circuit_breaker.budget.remaining",
         u64::from(recorded.budget.remaining()),
+    );
+}
+
+/// Records on the current call's span that its caller dropped it before it answered (B13):
+/// `circuit_breaker.cancelled = true` and the span event `cancelled`. No `error.type`: a
+/// cancellation is no error of the tool's, and nothing is charged.
+#[cold]
+pub(crate) fn cancelled() {
+    if !wanted() {
+        return;
+    }
+    // Said on a call's span only: a ticket held by hand and dropped outside one has no call
+    // to describe (the count on its breaker is kept all the same).
+    let Some(span) = current_call() else { return };
+    span.record("circuit_breaker.cancelled", true);
+    tracing::event!(
+        target: "circuit_breaker",
+        tracing::Level::INFO,
+        circuit_breaker.event = "cancelled",
+        "cancelled"
     );
 }
 

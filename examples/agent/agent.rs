@@ -737,6 +737,13 @@ impl Agent<'_> {
                 self.print_events(false)?;
                 Ok(None)
             }
+            // A tool past its deadline (B13): a failure like any other, said as one.
+            Err(timed_out @ CallError::TimedOut { .. }) => {
+                self.say(format!("    FAILED {timed_out}"))?;
+                self.note("failed", Some(tool), timed_out.to_string());
+                self.print_events(false)?;
+                Ok(None)
+            }
             Err(CallError::Refused(refusal)) => {
                 let paused = matches!(refusal.reason(), SkipReason::Paused { .. });
                 let kind = if paused { "PAUSE " } else { "SKIP  " };

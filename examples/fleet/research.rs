@@ -106,6 +106,7 @@ pub fn work(guarded: &GuardedResearch, task: &str, summary: &mut Summary) -> Str
         Err(CallError::Rejected { error, .. }) => {
             return format!("fetch rejected the call ({error})");
         }
+        Err(timed_out @ CallError::TimedOut { .. }) => return timed_out.to_string(),
         Err(CallError::Refused(refusal)) => return format!("fetch refused: {refusal}"),
     };
     match guarded.summarize(&page) {

@@ -105,6 +105,7 @@ fn run(agent: &GuardedWorkspace) -> Vec<String> {
             Ok(_) => format!("{call}: answered"),
             Err(circuit_breaker::CallError::Failed { .. }) => format!("{call}: failed"),
             Err(circuit_breaker::CallError::Rejected { .. }) => format!("{call}: rejected"),
+            Err(circuit_breaker::CallError::TimedOut { .. }) => format!("{call}: timed out"),
             Err(circuit_breaker::CallError::Refused(_)) => format!("{call}: refused"),
         }
     }

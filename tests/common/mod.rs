@@ -200,8 +200,14 @@ pub fn open3(expeditor: &Expeditor, name: &str) -> Recorded {
 }
 
 /// The kind of a decision (`CALL`, `PROBE`, `SKIP`, `PAUSE`); a ticket is dropped unrecorded.
+/// The decision's name. A ticket in it is given back unused (`Ticket::cancel`): looking at a
+/// decision is no call, so it is not counted as a cancellation by the caller (B13).
 pub fn kind(decision: Decision<'_>) -> &'static str {
-    decision.kind()
+    let kind = decision.kind();
+    if let Decision::Call(ticket) | Decision::Probe(ticket) = decision {
+        ticket.cancel();
+    }
+    kind
 }
 
 /// Every event the expeditor reports, in order.

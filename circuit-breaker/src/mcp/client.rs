@@ -498,21 +498,31 @@ impl Server {
         }
     }
 
-    /// Calls `tool` (the server's own name for it) with the deadline, and classifies what
-    /// comes back.
-    async fn call_tool(&self, tool: &str, arguments: Map<String, Value>) -> Outcome {
+    /// Calls `tool` (the server's own name for it) with the deadline — the tool's own
+    /// `timeout` when its spec has one (B13), else the server's — and classifies what comes
+    /// back.
+    async fn call_tool(
+        &self,
+        tool: &str,
+        arguments: Map<String, Value>,
+        own_deadline: Option<Duration>,
+    ) -> Outcome {
         let Some((peer, generation)) = self.peer() else {
             return Outcome::Failed(self.unreachable("not connected"));
         };
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         // The typed helper: dropping its future (the deadline, or this call dropped) tells
         // the server the request is abandoned.
-        match tokio::time::timeout(self.deadline, peer.call_tool(params)).await {
+        let (deadline, whose) = match own_deadline {
+            Some(deadline) => (deadline, "the tool's deadline"),
+            None => (self.deadline, "the call's deadline"),
+        };
+        match tokio::time::timeout(deadline, peer.call_tool(params)).await {
             Err(_) => Outcome::Failed(Failure::with_category(
                 format!(
-                    "{tool} on MCP server {} did not answer within {} (the call's deadline)",
+                    "{tool} on MCP server {} did not answer within {} ({whose})",
                     self.name,
-                    human(self.deadline)
+                    human(deadline)
                 ),
                 FailureCategory::Timeout,
             )),
@@ -738,8 +748,8 @@ fn default_spec(name: &str, server: &str, description: &str) -> ToolSpec {
 }
 
 /// `base` with what the overlay gives: provides, alternatives, fallback, threshold,
-/// probe interval, caches, caller errors. An empty text or list of alternatives in the
-/// overlay keeps the base's; an empty list of caller errors is kept (everything is the
+/// probe interval, caches, caller errors, timeout. An empty text or list of alternatives in
+/// the overlay keeps the base's; an empty list of caller errors is kept (everything is the
 /// tool's).
 fn merge(base: &ToolSpec, overlay: &ToolSpec) -> ToolSpec {
     let text = |o: &str, b: &str| {
@@ -771,6 +781,14 @@ fn merge(base: &ToolSpec, overlay: &ToolSpec) -> ToolSpec {
     if let Some(categories) = overlay.caller_errors().or(base.caller_errors()) {
         spec = spec.caller_errors(categories.iter().copied());
     }
+    // A timeout the overlay could not read is kept as written, so that the map's validation
+    // reports it by the tool's name instead of dropping it.
+    let timed = if overlay.declares_timeout() {
+        overlay
+    } else {
+        base
+    };
+    spec = spec.timeout_of(timed);
     spec.build()
 }
 
@@ -1149,7 +1167,10 @@ impl Inner {
         let expeditor = &self.expeditor;
         let caching = expeditor.is_caching(entry.id);
         let args = caching.then(|| digest(&Value::Object(arguments.clone()).to_string()));
-        let outcome = server.call_tool(&entry.remote, arguments).await;
+        let own_deadline = expeditor.spec(entry.id).and_then(ToolSpec::timeout);
+        let outcome = server
+            .call_tool(&entry.remote, arguments, own_deadline)
+            .await;
         match outcome {
             Outcome::Answered(value) => {
                 ticket.success();
@@ -1686,6 +1707,11 @@ impl McpClientBuilder {
     /// The deadline of every call (default [`DEFAULT_DEADLINE`], 30 s): a call that has not
     /// answered by then fails with the category timeout, a failure of the tool (the server
     /// is told the request is abandoned).
+    ///
+    /// A tool's own `timeout` in the overlay (`timeout: 2s`, B13) takes precedence over this
+    /// and over [`deadline_for`](Self::deadline_for): the tool knows best how long it may
+    /// take. These deadlines run on tokio's timer, the client's runtime, not on the
+    /// expeditor's clock.
     pub fn deadline(mut self, deadline: Duration) -> Self {
         self.deadline = deadline;
         self
@@ -2057,5 +2083,31 @@ mod tests {
             Some(&json!({ "retryAfter": 1e300 })),
         );
         assert!(failure.retry_after().is_some());
+    }
+
+    /// B13: the overlay's `timeout` reaches the run-time map (the call then uses it instead
+    /// of the server's deadline); one it could not read is kept, for validation to report.
+    #[test]
+    fn b13_the_overlays_timeout_wins_and_a_bad_one_is_reported() {
+        let base = default_spec("search", "docs", "Searches the docs.");
+        let overlay_with = |timeout: &str| -> CapabilityMap {
+            serde_json::from_str(&format!(
+                r#"{{"capability_map": [{{"tool": "search", "timeout": "{timeout}"}}]}}"#
+            ))
+            .unwrap()
+        };
+        let overlay = overlay_with("2s");
+        let merged = merge(&base, &overlay.tools()[0]);
+        assert_eq!(merged.timeout(), Some(Duration::from_secs(2)));
+        assert_eq!(merged.server(), Some("docs"));
+        assert_eq!(
+            merge(&base, &ToolSpec::new("search").build()).timeout(),
+            None
+        );
+
+        let overlay = overlay_with("soon");
+        let merged = merge(&base, &overlay.tools()[0]);
+        let errors = CapabilityMap::new().tool(merged).validate().unwrap_err();
+        assert!(errors.to_string().contains("timeout `soon`"), "{errors}");
     }
 }

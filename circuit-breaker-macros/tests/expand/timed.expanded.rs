@@ -1,0 +1,370 @@
+impl Workspace {
+    async fn grep(&self, pattern: String) -> Result<Vec<String>, std::io::Error> {
+        Ok(vec![pattern])
+    }
+    async fn grep_with_rg(
+        &self,
+        pattern: String,
+    ) -> Result<Vec<String>, std::io::Error> {
+        Ok(vec![pattern])
+    }
+    fn bash(&self, command: &str) -> Result<String, std::io::Error> {
+        Ok(command.to_owned())
+    }
+}
+/// The tools of [`Workspace`]'s `#[toolbox]`, in capability-map order.
+#[derive(Clone, Copy)]
+pub enum WorkspaceTool {
+    /// `grep`: content search across files
+    Grep,
+    /// `bash`: command execution
+    Bash,
+}
+/// [`Workspace`] with a circuit breaker on every tool: each method asks the expeditor first, calls the tool (or an adapter through an alternative) only when allowed, and records the outcome.
+#[allow(private_interfaces)]
+pub struct GuardedWorkspace {
+    toolbox: Workspace,
+    expeditor: ::circuit_breaker::__private::Expeditor,
+}
+const _: () = {
+    use ::circuit_breaker as _cb;
+    #[allow(unused_imports)]
+    use _cb::__private::{
+        NotDated as _, ViaClassify as _, ViaDated as _, ViaDisplay as _, ViaError as _,
+    };
+    static __CB_ALTERNATIVES_0: [_cb::__private::AlternativeSpec; 1usize] = [
+        _cb::__private::StaticAlternative {
+            tool: "bash",
+            method: "rg or grep command",
+            degradation: _cb::__private::StaticDegradation::Unknown,
+        }
+            .spec(),
+    ];
+    static __CB_TOOLS: [_cb::__private::ToolSpec; 2usize] = [
+        _cb::__private::StaticTool {
+            name: "grep",
+            provides: "content search across files",
+            alternatives: &__CB_ALTERNATIVES_0,
+            fallback: "ask the user which files to examine",
+            threshold: _cb::__private::None,
+            probe_every: _cb::__private::None,
+            caches: false,
+        }
+            .timed(2000u64),
+        _cb::__private::StaticTool {
+            name: "bash",
+            provides: "command execution",
+            alternatives: &[],
+            fallback: "report commands that need to be run manually",
+            threshold: _cb::__private::None,
+            probe_every: _cb::__private::None,
+            caches: false,
+        }
+            .timed(30000u64),
+    ];
+    static __CB_MAP: _cb::__private::CapabilityMap = _cb::__private::static_map(
+        &__CB_TOOLS,
+    );
+    static __CB_ALL: [WorkspaceTool; 2usize] = [
+        WorkspaceTool::Grep,
+        WorkspaceTool::Bash,
+    ];
+    const __CB_NAMES: [&str; 2usize] = ["grep", "bash"];
+    const __CB_VARIANTS: [&str; 2usize] = ["Grep", "Bash"];
+    impl _cb::__private::core::cmp::PartialEq for WorkspaceTool {
+        fn eq(&self, other: &Self) -> bool {
+            (*self as u32) == (*other as u32)
+        }
+    }
+    impl _cb::__private::core::cmp::Eq for WorkspaceTool {}
+    impl _cb::__private::core::cmp::PartialOrd for WorkspaceTool {
+        fn partial_cmp(
+            &self,
+            other: &Self,
+        ) -> _cb::__private::core::option::Option<_cb::__private::core::cmp::Ordering> {
+            _cb::__private::Some(_cb::__private::core::cmp::Ord::cmp(self, other))
+        }
+    }
+    impl _cb::__private::core::cmp::Ord for WorkspaceTool {
+        fn cmp(&self, other: &Self) -> _cb::__private::core::cmp::Ordering {
+            _cb::__private::core::cmp::Ord::cmp(&(*self as u32), &(*other as u32))
+        }
+    }
+    impl _cb::__private::core::hash::Hash for WorkspaceTool {
+        fn hash<__H: _cb::__private::core::hash::Hasher>(&self, state: &mut __H) {
+            _cb::__private::core::hash::Hash::hash(&(*self as u32), state);
+        }
+    }
+    impl _cb::__private::core::fmt::Debug for WorkspaceTool {
+        fn fmt(
+            &self,
+            f: &mut _cb::__private::core::fmt::Formatter<'_>,
+        ) -> _cb::__private::core::fmt::Result {
+            f.write_str(__CB_VARIANTS[*self as usize])
+        }
+    }
+    impl WorkspaceTool {
+        /// Every tool, in capability-map order.
+        pub const ALL: [Self; 2usize] = [Self::Grep, Self::Bash];
+        /// The tool's name in the capability map.
+        pub const fn name(self) -> &'static str {
+            __CB_NAMES[self as usize]
+        }
+        /// The toolbox's capability map, checked at compile time.
+        pub fn capability_map() -> &'static _cb::__private::CapabilityMap {
+            &__CB_MAP
+        }
+    }
+    impl _cb::__private::ToolSet for WorkspaceTool {
+        const ALL: &'static [Self] = &__CB_ALL;
+        fn name(self) -> &'static str {
+            WorkspaceTool::name(self)
+        }
+        fn capability_map() -> &'static _cb::__private::CapabilityMap {
+            &__CB_MAP
+        }
+        fn policy() -> _cb::__private::Policy {
+            _cb::__private::declared_policy(
+                _cb::__private::None,
+                _cb::__private::None,
+                _cb::__private::None,
+                _cb::__private::None,
+            )
+        }
+    }
+    impl _cb::__private::core::convert::From<WorkspaceTool> for _cb::__private::ToolId {
+        fn from(tool: WorkspaceTool) -> Self {
+            _cb::__private::ToolId::from_index(tool as u32)
+        }
+    }
+    impl _cb::__private::core::convert::From<WorkspaceTool> for _cb::__private::String {
+        fn from(tool: WorkspaceTool) -> Self {
+            _cb::__private::String::from(WorkspaceTool::name(tool))
+        }
+    }
+    impl _cb::__private::core::fmt::Display for WorkspaceTool {
+        fn fmt(
+            &self,
+            f: &mut _cb::__private::core::fmt::Formatter<'_>,
+        ) -> _cb::__private::core::fmt::Result {
+            f.pad(WorkspaceTool::name(*self))
+        }
+    }
+    impl _cb::__private::core::str::FromStr for WorkspaceTool {
+        type Err = _cb::__private::UnknownTool;
+        fn from_str(
+            name: &str,
+        ) -> _cb::__private::core::result::Result<Self, _cb::__private::UnknownTool> {
+            <Self as _cb::__private::ToolSet>::from_name(name)
+        }
+    }
+    impl _cb::__private::serde::Serialize for WorkspaceTool {
+        fn serialize<__S: _cb::__private::serde::Serializer>(
+            &self,
+            serializer: __S,
+        ) -> _cb::__private::core::result::Result<__S::Ok, __S::Error> {
+            _cb::__private::serialize_tool(WorkspaceTool::name(*self), serializer)
+        }
+    }
+    impl<'de> _cb::__private::serde::Deserialize<'de> for WorkspaceTool {
+        fn deserialize<__D: _cb::__private::serde::Deserializer<'de>>(
+            deserializer: __D,
+        ) -> _cb::__private::core::result::Result<Self, __D::Error> {
+            _cb::__private::deserialize_tool(deserializer)
+        }
+    }
+    #[allow(private_interfaces)]
+    impl GuardedWorkspace {
+        /// Wraps the toolbox with a fresh expeditor: the declared policy, every tool
+        /// CLOSED, the system clock.
+        pub fn new(toolbox: Workspace) -> Self {
+            Self::with_expeditor(toolbox, |builder| builder)
+        }
+        /// Wraps the toolbox with an expeditor configured by `configure`: a clock,
+        /// observers, another policy.
+        pub fn with_expeditor(
+            toolbox: Workspace,
+            configure: impl _cb::__private::core::ops::FnOnce(
+                _cb::__private::ExpeditorBuilder,
+            ) -> _cb::__private::ExpeditorBuilder,
+        ) -> Self {
+            let builder = <WorkspaceTool as _cb::__private::ToolSet>::expeditor_builder();
+            let expeditor = _cb::__private::expeditor(configure(builder));
+            Self { toolbox, expeditor }
+        }
+        /// The expeditor: breakers, budget, reports.
+        pub fn expeditor(&self) -> &_cb::__private::Expeditor {
+            &self.expeditor
+        }
+        /// The toolbox itself, unguarded.
+        pub fn toolbox(&self) -> &Workspace {
+            &self.toolbox
+        }
+        /// The toolbox itself, unguarded and mutable.
+        pub fn toolbox_mut(&mut self) -> &mut Workspace {
+            &mut self.toolbox
+        }
+        /// The toolbox and its expeditor, apart.
+        pub fn into_parts(self) -> (Workspace, _cb::__private::Expeditor) {
+            (self.toolbox, self.expeditor)
+        }
+        ///
+        /// Guarded `grep`: asks the expeditor first; see [the handle](Self).
+        #[inline(always)]
+        #[allow(clippy::inline_always)]
+        pub async fn grep(
+            &self,
+            pattern: String,
+        ) -> _cb::__private::Outcome<Result<Vec<String>, std::io::Error>> {
+            let __cb_span = _cb::__private::call_span("grep");
+            _cb::__private::Instrument::instrument(
+                    async move {
+                        match _cb::__private::plan(
+                            &self.expeditor,
+                            WorkspaceTool::Grep,
+                            &[_cb::__private::ToolId::from(WorkspaceTool::Bash)],
+                        ) {
+                            _cb::__private::Plan::Primary(__cb_ticket) => {
+                                let __cb_deadline = _cb::__private::Deadline::start(
+                                    &self.expeditor,
+                                    2000u64,
+                                );
+                                match __cb_deadline
+                                    .within(&self.expeditor, self.toolbox.grep(pattern))
+                                    .await
+                                {
+                                    _cb::__private::Some(__cb_output) => {
+                                        _cb::__private::finish_dated(
+                                            &self.expeditor,
+                                            __cb_ticket,
+                                            _cb::__private::None,
+                                            <Result<
+                                                Vec<String>,
+                                                std::io::Error,
+                                            > as _cb::__private::ToolResult>::into_result(__cb_output),
+                                            |__cb_error| {
+                                                (&&&_cb::__private::Wrap(__cb_error)).__cb_failure()
+                                            },
+                                            |__cb_value| {
+                                                (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
+                                            },
+                                        )
+                                    }
+                                    _cb::__private::None => {
+                                        _cb::__private::timed_out(
+                                            __cb_ticket,
+                                            _cb::__private::None,
+                                            __cb_deadline,
+                                        )
+                                    }
+                                }
+                            }
+                            _cb::__private::Plan::Adapter {
+                                ticket: __cb_ticket,
+                                route: __cb_route,
+                                ..
+                            } => {
+                                let __cb_deadline = _cb::__private::Deadline::start(
+                                    &self.expeditor,
+                                    30000u64,
+                                );
+                                match __cb_deadline
+                                    .within(&self.expeditor, self.toolbox.grep_with_rg(pattern))
+                                    .await
+                                {
+                                    _cb::__private::Some(__cb_output) => {
+                                        _cb::__private::finish_dated(
+                                            &self.expeditor,
+                                            __cb_ticket,
+                                            _cb::__private::Some(__cb_route),
+                                            <Result<
+                                                Vec<String>,
+                                                std::io::Error,
+                                            > as _cb::__private::ToolResult>::into_result(__cb_output),
+                                            |__cb_error| {
+                                                (&&&_cb::__private::Wrap(__cb_error)).__cb_failure()
+                                            },
+                                            |__cb_value| {
+                                                (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
+                                            },
+                                        )
+                                    }
+                                    _cb::__private::None => {
+                                        _cb::__private::timed_out(
+                                            __cb_ticket,
+                                            _cb::__private::Some(__cb_route),
+                                            __cb_deadline,
+                                        )
+                                    }
+                                }
+                            }
+                            _cb::__private::Plan::Refuse(__cb_refusal) => {
+                                _cb::__private::trace_refusal(&__cb_refusal);
+                                _cb::__private::Err(
+                                    _cb::__private::CallError::Refused(__cb_refusal),
+                                )
+                            }
+                        }
+                    },
+                    __cb_span,
+                )
+                .await
+        }
+        ///
+        /// Guarded `bash`: asks the expeditor first; see [the handle](Self).
+        #[inline(always)]
+        #[allow(clippy::inline_always)]
+        pub fn bash(
+            &self,
+            command: &str,
+        ) -> _cb::__private::Outcome<Result<String, std::io::Error>> {
+            let __cb_scope = _cb::__private::CallScope::enter("bash");
+            match self.expeditor.decide(WorkspaceTool::Bash) {
+                _cb::__private::Decision::Call(__cb_ticket)
+                | _cb::__private::Decision::Probe(__cb_ticket) => {
+                    let __cb_deadline = _cb::__private::Deadline::start(
+                        &self.expeditor,
+                        30000u64,
+                    );
+                    let __cb_output = self.toolbox.bash(command);
+                    if __cb_deadline.passed(&self.expeditor) {
+                        _cb::__private::timed_out(
+                            __cb_ticket,
+                            _cb::__private::None,
+                            __cb_deadline,
+                        )
+                    } else {
+                        _cb::__private::finish_dated(
+                            &self.expeditor,
+                            __cb_ticket,
+                            _cb::__private::None,
+                            <Result<
+                                String,
+                                std::io::Error,
+                            > as _cb::__private::ToolResult>::into_result(__cb_output),
+                            |__cb_error| {
+                                (&&&_cb::__private::Wrap(__cb_error)).__cb_failure()
+                            },
+                            |__cb_value| {
+                                (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
+                            },
+                        )
+                    }
+                }
+                __cb_decision => {
+                    let __cb_refusal = _cb::__private::refuse(
+                        &self.expeditor,
+                        _cb::__private::ToolId::from(WorkspaceTool::Bash),
+                        &__cb_decision,
+                    );
+                    {
+                        _cb::__private::trace_refusal(&__cb_refusal);
+                        _cb::__private::Err(
+                            _cb::__private::CallError::Refused(__cb_refusal),
+                        )
+                    }
+                }
+            }
+        }
+    }
+};
