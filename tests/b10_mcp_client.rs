@@ -41,7 +41,8 @@ use circuit_breaker::mcp::{
 use circuit_breaker::policy::ProbeUnit;
 use circuit_breaker::report::ModelMistake;
 use circuit_breaker::{
-    Availability, CapabilityMap, CircuitState, FailureCategory, Policy, SkipReason, toolbox,
+    Availability, CapabilityMap, CircuitState, FailureCategory, PauseReason, Policy, SkipReason,
+    toolbox,
 };
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
@@ -243,6 +244,7 @@ struct Setup {
     docs: Arc<GuardedDocs>,
     wiki: Arc<GuardedWiki>,
     docs_server: Arc<InProcess>,
+    wiki_server: Arc<InProcess>,
     log: Log,
 }
 
@@ -265,6 +267,7 @@ async fn setup(configure: impl FnOnce(McpClientBuilder) -> McpClientBuilder) -> 
         docs,
         wiki,
         docs_server,
+        wiki_server,
         log,
     }
 }
@@ -635,6 +638,63 @@ async fn a_dead_server_is_one_event_charged_once_and_check_brings_it_back() {
 /// `check_every`: the client probes a down server in the background when it is due, so its
 /// tools come back to the offer without anyone calling them (a proxy's clients, an agent
 /// that calls only what it is offered).
+/// B15: in a service, a systemic pause (two servers down alike) lifts as soon as a health
+/// check reaches their servers again, long before its cool-down; no tool is probed meanwhile
+/// (R9.3), the health check is no tool call.
+#[tokio::test]
+async fn b15_a_systemic_pause_lifts_when_a_health_check_reaches_its_servers() {
+    let policy = Policy::builder()
+        .cool_down(Duration::from_secs(600))
+        .build()
+        .unwrap()
+        .for_service();
+    let Setup {
+        client,
+        docs_server,
+        wiki_server,
+        log,
+        ..
+    } = setup(|b| b.policy(policy).health_ttl(Duration::from_millis(10))).await;
+    docs_server.down.store(true, Ordering::SeqCst);
+    wiki_server.down.store(true, Ordering::SeqCst);
+    docs_server.kill();
+    wiki_server.kill();
+    for tool in ["search_docs", "search_wiki"] {
+        let reply = client.call(tool, json!({ "query": "x" })).await;
+        assert!(reply.is_error(), "{reply:?}");
+    }
+    assert!(
+        matches!(
+            client.expeditor().paused(),
+            Some(PauseReason::Systemic { .. })
+        ),
+        "two servers down alike: {:?}",
+        client.expeditor().paused()
+    );
+    assert!(
+        client.expeditor().pause_lifts_at().is_some(),
+        "a service's pause lifts by itself"
+    );
+    // Still down: the check fails and costs nothing; the pause holds.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert!(client.check().await.is_empty());
+    assert!(client.expeditor().paused().is_some());
+    // Back: the next check reaches them, and that is the recovery of the cause.
+    docs_server.down.store(false, Ordering::SeqCst);
+    wiki_server.down.store(false, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let up = client.check().await;
+    assert!(!up.is_empty(), "a server reached");
+    assert_eq!(client.expeditor().paused(), None);
+    assert!(
+        log.events().contains(&Event::RecoveryConfirmed),
+        "{:?}",
+        log.events()
+    );
+    let reply = client.call("search_docs", json!({ "query": "x" })).await;
+    assert_eq!(reply.outcome, ReplyOutcome::Answered, "{reply:?}");
+}
+
 #[tokio::test]
 async fn check_every_brings_a_down_server_back_without_a_call() {
     let policy = Policy::builder()

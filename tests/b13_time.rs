@@ -491,6 +491,34 @@ fn b13_a_restored_due_time_is_never_trusted_raw() {
     assert_eq!(due(&restored, "Bash"), Some(clock.now().plus(10 * SECOND)));
 }
 
+struct Declared;
+
+#[circuit_breaker::toolbox(policy(
+    threshold = 2,
+    cool_down = "10s",
+    cool_down_cap = "2m",
+    budget_window = "1h",
+    mistake_limit = 7
+))]
+impl Declared {
+    #[tool(provides = "a search", fallback = "ask the user")]
+    fn search(&self, pattern: &str) -> std::io::Result<String> {
+        Ok(pattern.to_owned())
+    }
+}
+
+#[test]
+fn b13_a_toolbox_declares_its_time_and_mistake_limit() {
+    let policy = GuardedDeclared::new(Declared).expeditor().policy();
+    assert_eq!(policy.threshold(), 2);
+    assert_eq!(policy.cool_down(), Some(10 * SECOND));
+    assert_eq!(policy.cool_down_cap(), 120 * SECOND);
+    assert_eq!(policy.budget_window(), Some(3600 * SECOND));
+    assert_eq!(policy.mistake_limit(), 7);
+    // What a service fills in is only what the toolbox left out.
+    assert_eq!(policy.for_service(), policy);
+}
+
 #[test]
 fn b13_a_conversation_begins_a_cycle_of_its_own() {
     let (expeditor, _clock) = common::seed_expeditor();

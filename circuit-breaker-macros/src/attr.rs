@@ -68,6 +68,18 @@ pub struct PolicyArgs {
     #[darling(default, with = count)]
     pub probe_every: Option<SpannedValue<u32>>,
     pub probe_unit: Option<SpannedValue<String>>,
+    /// `cool_down = "10s"`: an OPEN circuit is due for its probe after this long (B13).
+    #[darling(default, with = duration)]
+    pub cool_down: Option<SpannedValue<Duration>>,
+    /// `cool_down_cap = "5m"`: the longest the cool-down grows to.
+    #[darling(default, with = duration)]
+    pub cool_down_cap: Option<SpannedValue<Duration>>,
+    /// `budget_window = "60s"`: the budget renews in a rolling window (B13).
+    #[darling(default, with = duration)]
+    pub budget_window: Option<SpannedValue<Duration>>,
+    /// `mistake_limit = 20`: the model's mistakes per cycle before every call pauses (B14).
+    #[darling(default, with = count)]
+    pub mistake_limit: Option<SpannedValue<u32>>,
 }
 
 /// The arguments of one `#[tool(..)]`.

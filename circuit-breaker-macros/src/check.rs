@@ -34,6 +34,22 @@ pub struct Policy {
     pub probe_every: Option<u32>,
     /// `probe_unit = "steps"` (`Some(true)`) or `"attempts"` (`Some(false)`).
     pub steps: Option<bool>,
+    /// `cool_down`, `cool_down_cap`, `budget_window`, in milliseconds (B13).
+    pub cool_down: Option<u64>,
+    pub cool_down_cap: Option<u64>,
+    pub budget_window: Option<u64>,
+    /// `mistake_limit` (B14).
+    pub mistake_limit: Option<u32>,
+}
+
+impl Policy {
+    /// Whether a key beyond the source document's four is given.
+    pub fn has_more(&self) -> bool {
+        self.cool_down.is_some()
+            || self.cool_down_cap.is_some()
+            || self.budget_window.is_some()
+            || self.mistake_limit.is_some()
+    }
 }
 
 /// One tool, checked.
@@ -495,14 +511,52 @@ fn check_policy(toolbox: &Toolbox, errors: &mut Accumulator) -> Policy {
         budget: None,
         probe_every: None,
         steps: None,
+        cool_down: None,
+        cool_down_cap: None,
+        budget_window: None,
+        mistake_limit: None,
     };
     let Some(args) = &toolbox.args.policy else {
         return policy;
     };
+    for (value, slot, key) in [
+        (&args.cool_down, &mut policy.cool_down, "cool_down"),
+        (
+            &args.cool_down_cap,
+            &mut policy.cool_down_cap,
+            "cool_down_cap",
+        ),
+        (
+            &args.budget_window,
+            &mut policy.budget_window,
+            "budget_window",
+        ),
+    ] {
+        if let Some(d) = value {
+            *slot = check_policy_duration(key, d, errors);
+        }
+    }
+    if let (Some(cool_down), Some(cap), Some(span)) =
+        (policy.cool_down, policy.cool_down_cap, &args.cool_down_cap)
+        && cap < cool_down
+    {
+        errors.push(
+            Error::custom(format!(
+                "`cool_down_cap` is shorter than `cool_down`: the cap is the longest a cool-down grows to after failed probes, so it must be at least `cool_down = \"{}\"`",
+                humantime::format_duration(std::time::Duration::from_millis(cool_down))
+            ))
+            .with_span(&span.span()),
+        );
+    }
     for (value, slot, what) in [
         (&args.threshold, &mut policy.threshold, THRESHOLD),
         (&args.budget, &mut policy.budget, BUDGET),
         (&args.probe_every, &mut policy.probe_every, PROBE_EVERY),
+        (
+            &args.mistake_limit,
+            &mut policy.mistake_limit,
+            MISTAKE_LIMIT,
+        ),
     ] {
         if let Some(v) = value {
             if **v == 0 {
@@ -562,6 +616,33 @@ const THRESHOLD: &str =
     "`threshold` must be at least 1: it is the number of consecutive failures that open a circuit";
 const BUDGET: &str = "`budget` must be at least 1: it is the number of failures allowed per cycle before the agent pauses";
 const PROBE_EVERY: &str = "`probe_every` must be at least 1: once a circuit is open, every N-th attempt is let through as a probe";
+const MISTAKE_LIMIT: &str = "`mistake_limit` must be at least 1: it is the number of the model's mistakes allowed per cycle before every call pauses";
+
+/// The longest duration of a policy key, a year: the runtime's `policy::MAX_DURATION`.
+const MAX_POLICY_MS: u128 = 365 * 24 * 60 * 60 * 1000;
+
+/// A policy duration (`cool_down`, `cool_down_cap`, `budget_window`), in milliseconds, when
+/// it is one: at least a millisecond, whole milliseconds, at most a year.
+fn check_policy_duration(
+    key: &str,
+    value: &darling::util::SpannedValue<std::time::Duration>,
+    errors: &mut Accumulator,
+) -> Option<u64> {
+    let written = humantime::format_duration(**value);
+    let problem = if value.as_millis() == 0 {
+        format!(
+            "`{key} = \"{written}\"` is too short: at least a millisecond, e.g. `{key} = \"10s\"`"
+        )
+    } else if !value.subsec_nanos().is_multiple_of(1_000_000) {
+        format!("`{key} = \"{written}\"` is not a whole number of milliseconds, the clocks' unit")
+    } else if value.as_millis() > MAX_POLICY_MS {
+        format!("`{key} = \"{written}\"` is longer than a year: is the unit right?")
+    } else {
+        return u64::try_from(value.as_millis()).ok();
+    };
+    errors.push(Error::custom(problem).with_span(&value.span()));
+    None
+}
 
 /// The tool's own arguments; its `provides` and `fallback` when both are usable.
 fn check_tool(tool: &Tool, errors: &mut Accumulator) -> Option<(String, String)> {

@@ -77,7 +77,17 @@ pub fn expand(checked: &Checked<'_>) -> TokenStream {
                 quote!(_cb::__private::ProbeUnit::Attempts)
             }
         }));
-        quote!(_cb::__private::declared_policy(#threshold, #budget, #probe_every, #unit))
+        let declared =
+            quote!(_cb::__private::declared_policy(#threshold, #budget, #probe_every, #unit));
+        if p.has_more() {
+            let cool_down = option(p.cool_down.map(|v| quote!(#v)));
+            let cap = option(p.cool_down_cap.map(|v| quote!(#v)));
+            let window = option(p.budget_window.map(|v| quote!(#v)));
+            let limit = option(p.mistake_limit.map(|v| quote!(#v)));
+            quote!(_cb::__private::declared_policy_with(#declared, #cool_down, #cap, #window, #limit))
+        } else {
+            declared
+        }
     };
     let methods = checked
         .tools

@@ -66,6 +66,29 @@ pub const fn declared_policy(
     )
 }
 
+/// [`declared_policy`] with the time keys and the mistake limit of `#[toolbox(policy(..))]`
+/// (B13, B14), in milliseconds; `None` keeps the runtime's default.
+pub const fn declared_policy_with(
+    policy: Policy,
+    cool_down_ms: Option<u64>,
+    cool_down_cap_ms: Option<u64>,
+    budget_window_ms: Option<u64>,
+    mistake_limit: Option<u32>,
+) -> Policy {
+    const fn ms(value: Option<u64>) -> Option<core::time::Duration> {
+        match value {
+            Some(ms) => Some(core::time::Duration::from_millis(ms)),
+            None => None,
+        }
+    }
+    policy.with_declared(
+        ms(cool_down_ms),
+        ms(cool_down_cap_ms),
+        ms(budget_window_ms),
+        mistake_limit,
+    )
+}
+
 /// One tool of a generated `static` map, by named fields: [`spec`](Self::spec) makes the
 /// [`ToolSpec`] in a `const` context.
 #[derive(Debug, Clone, Copy)]

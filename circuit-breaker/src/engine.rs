@@ -588,6 +588,17 @@ impl Engine {
             .min()
     }
 
+    /// Whether health checks should run: when nothing pauses, and in a service during a
+    /// systemic pause, whose cause a successful check shows resolved (B15). A health check is
+    /// no tool call: R9.3's ban on probes during the pause is kept.
+    pub(crate) fn health_checks_wanted(&self) -> bool {
+        match self.halt {
+            None => true,
+            Some(PauseReason::Systemic { .. }) => self.policy.is_timed(),
+            Some(_) => false,
+        }
+    }
+
     /// When a pause in force lifts by itself, if it does (B15): a budget pause when its
     /// window frees room, a systemic pause at the end of its cool-down at the latest.
     pub(crate) fn pause_lifts_at(&self) -> Option<Timestamp> {
@@ -1121,7 +1132,7 @@ impl Engine {
         now: Timestamp,
         every: Option<std::time::Duration>,
     ) -> bool {
-        if self.halt.is_some() {
+        if !self.health_checks_wanted() {
             return false;
         }
         let Some(g) = self.groups.find(server) else {

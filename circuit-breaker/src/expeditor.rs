@@ -780,6 +780,13 @@ impl Expeditor {
         self.command(|engine, changes, step| engine.tick(now, step, changes))
     }
 
+    /// Whether health checks of servers and pre-call checks should run now: when nothing
+    /// pauses, and in a service during a systemic pause, which a successful check of its cause
+    /// lifts (B15). The MCP client's `check` asks it.
+    pub fn health_checks_wanted(&self) -> bool {
+        self.lock().health_checks_wanted()
+    }
+
     /// When the pause in force lifts by itself, if it does: a budget pause when its window
     /// frees room, a systemic pause at the end of its cool-down at the latest (sooner if a
     /// health check of its cause succeeds). `None` when nothing is paused or only a person

@@ -129,21 +129,45 @@ impl Policy {
         }
     }
 
-    /// A policy declared with a cool-down and a budget window (by the `#[toolbox]` macro, whose
-    /// values are checked: each at least 1 ms, the cap at least the cool-down).
-    #[doc(hidden)]
+    /// A policy declared with time and a mistake limit (by the `#[toolbox]` macro, whose
+    /// values are checked: each duration at least 1 ms and at most a year, the cap at least
+    /// the cool-down, the limit at least 1). A value that reached here unchecked is made valid
+    /// rather than panic: a zero raised, a cap below the cool-down raised to it.
     #[must_use]
-    pub const fn with_time(
+    pub(crate) const fn with_declared(
         mut self,
         cool_down: Option<Duration>,
         cool_down_cap: Option<Duration>,
         budget_window: Option<Duration>,
+        mistake_limit: Option<u32>,
     ) -> Self {
-        self.cool_down = cool_down;
-        if let Some(cap) = cool_down_cap {
-            self.cool_down_cap = cap;
+        const fn at_least_1ms(d: Duration) -> Duration {
+            if d.as_millis() == 0 {
+                Duration::from_millis(1)
+            } else {
+                d
+            }
         }
-        self.budget_window = budget_window;
+        if let Some(cool_down) = cool_down {
+            let cool_down = at_least_1ms(cool_down);
+            self.cool_down = Some(cool_down);
+            if cool_down.as_millis() > self.cool_down_cap.as_millis() {
+                self.cool_down_cap = cool_down;
+            }
+        }
+        if let Some(cap) = cool_down_cap {
+            let cap = at_least_1ms(cap);
+            self.cool_down_cap = match self.cool_down {
+                Some(c) if c.as_millis() > cap.as_millis() => c,
+                _ => cap,
+            };
+        }
+        if let Some(window) = budget_window {
+            self.budget_window = Some(at_least_1ms(window));
+        }
+        if let Some(limit) = mistake_limit {
+            self.mistake_limit = if limit == 0 { 1 } else { limit };
+        }
         self
     }
 

@@ -1076,7 +1076,8 @@ impl Inner {
                         self.expeditor.record_server_probe(name, false);
                     }
                 }
-            } else if server.health_stale(self.health_ttl) && self.expeditor.paused().is_none() {
+            } else if server.health_stale(self.health_ttl) && self.expeditor.health_checks_wanted()
+            {
                 self.check_up(server).await;
             }
         }

@@ -184,14 +184,13 @@ impl<D: ToolDispatch + 'static> McpServer<D> {
     }
 }
 
-/// Waits until the expeditor's clock reaches `at` (forever for `None`): real time on the
-/// system clock. A clock moved by hand is looked at again at least every second.
+/// Waits until the expeditor's clock reaches `at` (forever for `None`), on that clock: real
+/// time on the system clock, the moment it is moved on a clock moved by hand.
 async fn wait_until(expeditor: &crate::Expeditor, at: Option<crate::clock::Timestamp>) {
-    let Some(at) = at else {
-        return std::future::pending().await;
-    };
-    let left = at.as_millis().saturating_sub(expeditor.now().as_millis());
-    tokio::time::sleep(std::time::Duration::from_millis(left.clamp(1, 1000))).await;
+    match at {
+        Some(at) => expeditor.sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 fn offered_names(dispatch: &impl ToolDispatch) -> Vec<String> {
