@@ -854,8 +854,14 @@ mod mcp {
             .expect("open channel");
     }
 
-    #[tokio::test]
-    async fn b15_a_mended_tool_comes_back_on_probation_with_list_changed_and_no_call() {
+    /// The example's toolbox served in process on a manual clock, and a client that counts
+    /// `list_changed`.
+    async fn serve() -> (
+        ManualClock,
+        Arc<GuardedNotebook>,
+        Client,
+        UnboundedReceiver<()>,
+    ) {
         let clock = ManualClock::new(Timestamp::from_secs(1_796_024_103));
         let handle = clock.clone();
         let guarded = Arc::new(GuardedNotebook::with_expeditor(Notebook::default(), |b| {
@@ -868,8 +874,14 @@ mod mcp {
                 let _ = running.waiting().await;
             }
         });
-        let (tx, mut changes) = unbounded_channel();
+        let (tx, changes) = unbounded_channel();
         let client = Watcher(tx).serve(client_end).await.expect("initialize");
+        (clock, guarded, client, changes)
+    }
+
+    #[tokio::test]
+    async fn b15_a_mended_tool_comes_back_on_probation_with_list_changed_and_no_call() {
+        let (clock, guarded, client, mut changes) = serve().await;
 
         guarded.toolbox().faults.break_tool("grep", None);
         for _ in 0..3 {
@@ -903,20 +915,7 @@ mod mcp {
 
     #[tokio::test]
     async fn b15_scattered_failures_no_longer_darken_a_server_for_good() {
-        let clock = ManualClock::new(Timestamp::from_secs(1_796_024_103));
-        let handle = clock.clone();
-        let guarded = Arc::new(GuardedNotebook::with_expeditor(Notebook::default(), |b| {
-            b.clock(handle)
-        }));
-        let server = McpServer::shared(Arc::clone(&guarded)).name("notebook");
-        let (server_end, client_end) = tokio::io::duplex(64 * 1024);
-        tokio::spawn(async move {
-            if let Ok(running) = server.serve(server_end).await {
-                let _ = running.waiting().await;
-            }
-        });
-        let (tx, mut changes) = unbounded_channel();
-        let client = Watcher(tx).serve(client_end).await.expect("initialize");
+        let (clock, guarded, client, mut changes) = serve().await;
         // Three tools each fail twice and then work again: no circuit opens, but the fifth
         // failure spends the budget of 5.
         for tool in ["grep", "read", "count_words"] {

@@ -112,21 +112,16 @@ pub struct StaticTool {
 impl StaticTool {
     /// The spec.
     pub const fn spec(self) -> ToolSpec {
-        ToolSpec::borrowed(
-            self.name,
-            self.provides,
-            self.alternatives,
-            self.fallback,
-            self.threshold,
-            self.probe_every,
-            self.caches,
-            None,
-        )
+        self.with_timeout(None)
     }
 
     /// The spec of a tool with a deadline of `millis` (`#[tool(timeout = "..")]`, B13). A
     /// method of its own, so that the map of a tool without one is written as before.
     pub const fn timed(self, millis: u64) -> ToolSpec {
+        self.with_timeout(Some(core::time::Duration::from_millis(millis)))
+    }
+
+    const fn with_timeout(self, timeout: Option<core::time::Duration>) -> ToolSpec {
         ToolSpec::borrowed(
             self.name,
             self.provides,
@@ -135,7 +130,7 @@ impl StaticTool {
             self.threshold,
             self.probe_every,
             self.caches,
-            Some(core::time::Duration::from_millis(millis)),
+            timeout,
         )
     }
 }

@@ -580,11 +580,11 @@ fn finish<T, E>(
 /// instantiation per error type, not one per tool.
 #[cold]
 #[inline(never)]
-fn failed<E>(
+pub(crate) fn failed<E>(
     ticket: Ticket<'_>,
     route: Option<Box<RouteTaken>>,
     error: E,
-    failure: fn(&E) -> Failure,
+    failure: impl FnOnce(&E) -> Failure,
 ) -> CallError<E> {
     let tool = ticket.tool_name().to_owned();
     let failure = failure(&error);

@@ -1241,26 +1241,7 @@ impl Inner {
     /// caller — the model's mistake, never charged (B14).
     fn failed(&self, ticket: Ticket<'_>, name: &str, failure: Failure) -> Reply {
         let error = failure.message().to_owned();
-        let tool = ticket.tool_name().to_owned();
-        let category = failure.category();
-        let rejected = failure.blame() == crate::Blame::Caller;
-        let recorded = crate::telemetry::traced_failure(failure, |f| ticket.failure(f));
-        let result = if rejected {
-            CallError::Rejected {
-                tool,
-                error,
-                recorded,
-                route: None,
-                category,
-            }
-        } else {
-            CallError::Failed {
-                tool,
-                error,
-                recorded,
-                route: None,
-            }
-        };
+        let result = crate::executor::failed(ticket, None, error, move |_| failure);
         Reply::from_call::<Value, String>(&self.expeditor, name, Err(result))
     }
 
