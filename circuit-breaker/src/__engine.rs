@@ -2,7 +2,7 @@
 //! drives the state machine directly as well as through the expeditor. Not a public API: it
 //! may change in any release.
 //!
-//! [`EngineDriver`] owns one engine (`engine.rs`) and the two cells per tool that the
+//! [`EngineDriver`] owns one engine (`engine/`) and the two cells per tool that the
 //! expeditor keeps outside it, in its lock-free mirror (`mirror.rs`): the attempts counted on
 //! an OPEN tool and the last success. Each method makes the decisions the expeditor makes,
 //! one to one, with the engine's state read directly where the expeditor reads the mirror's

@@ -5,7 +5,7 @@
 //! [`Ticket`] it was given.
 //!
 //! This file is the expeditor's whole public API. It is a thin shell around the engine
-//! (`engine.rs`, the state machine as a plain value): one mutex around the one engine, one
+//! (`engine/`, the state machine as a plain value): one mutex around the one engine, one
 //! `command` through which every change goes — the engine changes, the
 //! mirror is published (its only writer), the lock is released, and then the hook sees every
 //! event: `tracing` and each [`Observer`]. Queries read one consistent view under one lock.
