@@ -1113,6 +1113,7 @@ impl Expeditor {
 
     /// What to do instead of calling `tool`, as a refusal's note says it: its first usable
     /// route (an alternative, the fallback, or leaving the work out).
+    #[cfg(feature = "json")]
     pub(crate) fn instead_of(&self, tool: ToolId) -> Option<String> {
         let engine = self.lock();
         engine.name(tool)?;

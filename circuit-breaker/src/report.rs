@@ -926,6 +926,7 @@ pub enum ModelMistake {
 impl ModelMistake {
     /// What is wrong, without what to do next: the text once every call is paused, when the
     /// advice to call again would be an action nobody can take (B15).
+    #[cfg(feature = "json")]
     pub(crate) fn fact(&self) -> String {
         match self {
             ModelMistake::UnknownTool { name, .. } => {
