@@ -24,7 +24,7 @@ pub struct ToolboxArgs {
     /// clock), so it is fixed with the toolbox, like a tool's own `timeout`.
     #[darling(default, with = duration)]
     pub timeout: Option<SpannedValue<Duration>>,
-    /// `json`: the dispatcher by name and JSON arguments (SPEC B8): an argument type per tool
+    /// `json`: the dispatcher by name and JSON arguments (B8): an argument type per tool
     /// and `ToolDispatch` on the guarded handle.
     #[darling(default)]
     pub json: JsonFlag,

@@ -1,4 +1,4 @@
-//! Check phase: the capability map's rules (SPEC R1.4, B1) and the toolbox's own, each a
+//! Check phase: the capability map's rules (R1.4, B1) and the toolbox's own, each a
 //! spanned error at the offending token, every one of them reported in the same compile. What
 //! passes is the checked model [`Checked`]: every name resolved (alternatives to tools,
 //! adapters and prechecks to methods with their shapes), so that expansion looks nothing up.

@@ -191,7 +191,7 @@ pub fn expeditor(builder: ExpeditorBuilder) -> Expeditor {
 /// the scope lives. One pointer, null when no subscriber wants the span: the method inlines
 /// only the level filter's load, a null test, and two out-of-line calls on the branch where
 /// a subscriber listens (a `Span` and its guard inline would widen the healthy path's frame
-/// and registers: BENCHMARKS.md, issue 15).
+/// and registers, as measured in BENCHMARKS.md).
 pub struct CallScope(Option<Box<Span>>);
 
 impl CallScope {

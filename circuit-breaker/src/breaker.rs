@@ -1,4 +1,4 @@
-//! One tool's circuit breaker (SPEC R2.1, R3.2, R3.3): its state, its consecutive failures,
+//! One tool's circuit breaker (R2.1, R3.2, R3.3): its state, its consecutive failures,
 //! its last failure and last success, and the transitions between CLOSED, OPEN and
 //! HALF-OPEN.
 //!
@@ -29,7 +29,7 @@ pub enum CircuitState {
 }
 
 impl CircuitState {
-    /// The seed's spelling: `CLOSED`, `OPEN`, `HALF-OPEN`.
+    /// The source document's spelling: `CLOSED`, `OPEN`, `HALF-OPEN`.
     pub const fn as_str(self) -> &'static str {
         match self {
             CircuitState::Closed => "CLOSED",
@@ -117,7 +117,7 @@ pub(crate) const RUN_MEMORY: usize = 16;
 ///
 /// What a tool that never failed does not need (its last failure, its run of failures, its
 /// last success as a report reads it) is kept behind one pointer, allocated at its first
-/// failure: a healthy tool's breaker is 72 bytes (was 160; issue 14).
+/// failure: a healthy tool's breaker is 72 bytes.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(into = "RecordWire", from = "RecordWire")]
 pub struct BreakerRecord {

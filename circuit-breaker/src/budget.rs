@@ -1,9 +1,9 @@
-//! The failure budget of a cycle and its ledger (SPEC R7): every failure is written down
+//! The failure budget of a cycle and its ledger (R7): every failure is written down
 //! (tool, message, step); the budget counts them, and once it is spent the expeditor pauses
 //! every tool until a new cycle. A new cycle resets the budget and keeps breaker states
 //! (R7.4).
 //!
-//! The ledger is bounded (issue 14): it keeps the first [`LEDGER_HEAD`] lines of a cycle and
+//! The ledger is bounded: it keeps the first [`LEDGER_HEAD`] lines of a cycle and
 //! its latest lines, at most [`LEDGER_LINES`] in all. Lines in between are counted, never
 //! forgotten: how many, how many were charged, folded into a systemic event or held pending
 //! (by tool, so that a tool that recovers is charged for them). With the default budget of 5
@@ -456,7 +456,7 @@ impl Budget {
     }
 }
 
-/// How much of the budget is spent. Renders the seed's status line (R7.2):
+/// How much of the budget is spent. Renders the source document's status line (R7.2):
 /// `1 failure remaining before mandatory pause`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct BudgetStatus {
@@ -493,7 +493,7 @@ impl fmt::Display for BudgetStatus {
 }
 
 impl fmt::Display for Budget {
-    /// The seed's "Failure Budget Enforcement" block (R7.1, R7.2).
+    /// The source document's "Failure Budget Enforcement" block (R7.1, R7.2).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "Budget: {} failures per cycle", self.limit)?;
         writeln!(f, "Current: {} / {} consumed", self.consumed, self.limit)?;

@@ -1,9 +1,9 @@
-//! The capability map (seed step 1, SPEC R1): what each tool provides, which other tools can
+//! The capability map (step 1 of the source document, R1): what each tool provides, which other tools can
 //! stand in for it (with the method used and the degradation accepted), and the manual
 //! fallback when none can.
 //!
 //! A map is plain data. It can be written as a `static` (the `#[toolbox]` macro does that),
-//! built at run time with [`ToolSpec::new`] (a builder), or loaded with serde in the seed's YAML shape
+//! built at run time with [`ToolSpec::new`] (a builder), or loaded with serde in the source document's YAML shape
 //! (`capability_map: [ { tool, provides, alternatives: [ { tool, method, degradation } ],
 //! fallback } ]`). [`CapabilityMap::validate`] checks it (R1.4) and returns every problem at
 //! once as an error value; nothing here panics on bad input.
@@ -222,7 +222,7 @@ impl From<AlternativeSpec> for AlternativeSpecBuilder {
     }
 }
 
-/// The serde shape of an alternative: the seed's `{ tool, method, degradation }`, plus an
+/// The serde shape of an alternative: the source document's `{ tool, method, degradation }`, plus an
 /// optional `severity` (absent means `low` when a degradation is given, `unknown` otherwise).
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -652,7 +652,7 @@ impl From<ToolSpec> for ToolSpecBuilder {
 
 /// The capability map: every tool the agent depends on (R1).
 ///
-/// Serializes in the seed's shape, `{ "capability_map": [ ... ] }`.
+/// Serializes in the source document's shape, `{ "capability_map": [ ... ] }`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CapabilityMap {
@@ -1083,7 +1083,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 impl fmt::Display for CapabilityMap {
-    /// The seed's layout (step 1), followed by the critical and substitutable tools (R1.3).
+    /// The source document's layout (step 1), followed by the critical and substitutable tools (R1.3).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "capability_map:")?;
         for (i, tool) in self.tools.iter().enumerate() {

@@ -1,4 +1,4 @@
-//! Cascading failures (seed step 9, SPEC R9): when tools that share infrastructure break
+//! Cascading failures (step 9 of the source document, R9): when tools that share infrastructure break
 //! together, one systemic event instead of N independent breaker trips.
 //!
 //! **The rule (R9.2, R9.6).** Only circuits opened by infrastructure failures correlate:

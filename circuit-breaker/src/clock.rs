@@ -1,4 +1,4 @@
-//! The two clocks: wall time for timestamps, and the agent's steps for everything the seed
+//! The two clocks: wall time for timestamps, and the agent's steps for everything the source document
 //! counts ("every 3rd attempt", "probe at step 3, 6, 12").
 //!
 //! Steps are the expeditor's own counter, moved only by
@@ -6,7 +6,7 @@
 //! [`WallClock`] you can replace. Together they make every test deterministic: no test sleeps.
 //!
 //! A wall clock also says when a deadline is reached ([`WallClock::sleep_until`], a
-//! [`Sleep`]): the per-tool timeouts of SPEC B13 wait on the expeditor's own clock, so a test
+//! [`Sleep`]): the per-tool timeouts of B13 wait on the expeditor's own clock, so a test
 //! on a [`ManualClock`] times a hung tool out by moving the clock, without sleeping and
 //! without a runtime.
 

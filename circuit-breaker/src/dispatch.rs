@@ -1,4 +1,4 @@
-//! Tools called by name with JSON, as a model calls them (SPEC B8).
+//! Tools called by name with JSON, as a model calls them (B8).
 //!
 //! A model sends a tool's name and JSON arguments and must be shown which tools it may call.
 //! `#[toolbox(json)]` generates, per tool, an argument type (serde, JSON Schema) and, on the

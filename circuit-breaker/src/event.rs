@@ -1,4 +1,4 @@
-//! Events for every transition (SPEC B4): emitted as `tracing` events (target
+//! Events for every transition (B4): emitted as `tracing` events (target
 //! `circuit_breaker`) and handed to [`Observer`]s, always after the expeditor's lock is
 //! released, so an observer may call back into the expeditor.
 

@@ -1,4 +1,4 @@
-//! The executor's side of the line (SPEC R8): what a caller gets back when a tool is called
+//! The executor's side of the line (R8): what a caller gets back when a tool is called
 //! through the expeditor — the value with the route taken (R4.2), the tool's own error
 //! untouched (R3.5), or a refusal that says why (B7).
 //!
@@ -705,7 +705,7 @@ pub fn timed_out<T, E>(
 /// constant `None`, so once inlined the check (and the read of the cycle's start) compiles
 /// away and the healthy path is `finish`'s. It is a function pointer, not a closure type,
 /// so that every tool with the same output and error types shares one instantiation (compile
-/// time, issue 14).
+/// time).
 ///
 /// # Errors
 /// [`CallError::Failed`] (or [`CallError::Rejected`]) when `result` is an error; `failure`

@@ -1,4 +1,4 @@
-//! The expeditor (SPEC R3, R8): before every call it decides — CALL, PROBE, SKIP with a
+//! The expeditor (R3, R8): before every call it decides — CALL, PROBE, SKIP with a
 //! route, or PAUSE — and after it remembers. It never calls a tool, never retries, never
 //! changes a call's arguments and never hides an error: the executor (your agent loop, or the
 //! dispatcher `#[toolbox]` generates) does the calling and reports back through the
@@ -143,7 +143,7 @@ impl fmt::Debug for ExpeditorBuilder {
 }
 
 impl ExpeditorBuilder {
-    /// Sets the policy (default: [`Policy::default`], the seed's 3 / 5 / 3).
+    /// Sets the policy (default: [`Policy::default`], the source document's 3 / 5 / 3).
     #[must_use]
     pub fn policy(mut self, policy: Policy) -> Self {
         self.policy = policy;
@@ -249,7 +249,7 @@ pub enum Decision<'a> {
 }
 
 impl Decision<'_> {
-    /// The seed's name of the decision: `CALL`, `PROBE`, `SKIP` or `PAUSE`.
+    /// The source document's name of the decision: `CALL`, `PROBE`, `SKIP` or `PAUSE`.
     pub fn kind(&self) -> &'static str {
         match self {
             Decision::Call(_) => "CALL",
@@ -1312,7 +1312,7 @@ impl Expeditor {
         self.lock().availability(tool.into())
     }
 
-    /// Only these tools may be called (the seed's `allowed-tools`): every other tool, and any
+    /// Only these tools may be called (the source document's `allowed-tools`): every other tool, and any
     /// discovered later, is UNAVAILABLE without being checked or called (R10.1).
     pub fn allow_only<I, S>(&self, tools: I)
     where
@@ -1455,7 +1455,7 @@ mod tests {
         out
     }
 
-    /// B5, issue 10: the healthy path takes no lock, with a step before every call too. The
+    /// B5: the healthy path takes no lock, with a step before every call too. The
     /// engine's lock is held for the whole run; a healthy path that took it would not finish.
     #[cfg(not(shuttle))]
     #[test]

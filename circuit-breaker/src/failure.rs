@@ -1,4 +1,4 @@
-//! What a failed call leaves behind: its message and a category (SPEC R9.1), the signature
+//! What a failed call leaves behind: its message and a category (R9.1), the signature
 //! that cascade detection compares.
 //!
 //! The expeditor never interprets a tool's error type (R8.1); the executor turns it into a
@@ -576,7 +576,7 @@ impl Classify for FailureCategory {
 
 /// A failure's message: a `&'static str` as given, or one shared allocation. Recording a
 /// failure keeps it in several places (the breaker's last failure and run, the ledger), each
-/// a copy of the pointer, never of the text (issue 14: one allocation per failure at most).
+/// a copy of the pointer, never of the text: one allocation per failure at most.
 #[derive(Clone)]
 enum Text {
     Static(&'static str),
@@ -1171,7 +1171,7 @@ mod tests {
         assert_eq!(failure.message(), "search failed");
     }
 
-    /// The category guess before issue 14 (one search per phrase), kept as the oracle of the
+    /// The category guess one search per phrase, the simple way, kept as the oracle of the
     /// one-pass guess.
     fn guessed_phrase_by_phrase(message: &str) -> FailureCategory {
         let m = message.to_ascii_lowercase();

@@ -1,4 +1,4 @@
-//! Tool health shared by a fleet of workers (SPEC B11). What one worker learns — a circuit
+//! Tool health shared by a fleet of workers (B11). What one worker learns — a circuit
 //! opened by an infrastructure failure, a probe that closed it, a systemic event — is
 //! shared through a store; what the others learned is applied here. Decisions stay local:
 //! the healthy path never waits on the store, and a store that is down or slow leaves every

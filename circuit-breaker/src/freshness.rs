@@ -1,4 +1,4 @@
-//! Staleness (seed step 6, SPEC R6): a result can carry a freshness label; fresh results carry
+//! Staleness (step 6 of the source document, R6): a result can carry a freshness label; fresh results carry
 //! none (R6.3). Labels are detected, not only declared: output identical to the previous call
 //! with the same arguments, data older than the current cycle, tools declared as caching, a
 //! contradiction with a later observation, and no baseline at all.
@@ -56,7 +56,7 @@ impl Freshness {
 }
 
 impl fmt::Display for Freshness {
-    /// The seed's label (R6.1); nothing for fresh data.
+    /// The source document's label (R6.1); nothing for fresh data.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Freshness::Fresh => Ok(()),

@@ -1,4 +1,4 @@
-//! Servers as groups of tools (SPEC B10): the tools of one server (an MCP server, say) go
+//! Servers as groups of tools (B10): the tools of one server (an MCP server, say) go
 //! down together when a call finds the server unreachable — one event, charged once — and
 //! come back together when one probe reaches it again. Plain data; the engine drives it.
 

@@ -1,4 +1,4 @@
-//! Tool ids: the lowest layer, named by every other module (SPEC R2.4: tools known in
+//! Tool ids: the lowest layer, named by every other module (R2.4: tools known in
 //! advance and discovered at run time share one numbering).
 
 use serde::{Deserialize, Serialize};

@@ -1,4 +1,4 @@
-//! OpenTelemetry metrics (SPEC B12), feature `otel`: the generative-AI conventions' tool-call duration
+//! OpenTelemetry metrics (B12), feature `otel`: the generative-AI conventions' tool-call duration
 //! and the breakers' own counters and gauges, read from what the crate already says through
 //! `tracing`.
 //!

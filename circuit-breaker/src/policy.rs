@@ -1,4 +1,4 @@
-//! The declared policy (SPEC R2.2, B13): failure threshold, failure budget per cycle,
+//! The declared policy (R2.2, B13): failure threshold, failure budget per cycle,
 //! half-open probe interval, and the time a long-running service needs (cool-down, budget
 //! window). Defaults are the source document's; every value is validated where it is made.
 //!
@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "snake_case")]
 pub enum ProbeUnit {
     /// Attempts to use the tool since its circuit opened: with `probe_every = 3`, the 1st and
-    /// 2nd attempts are skipped and the 3rd is the probe. The seed's default.
+    /// 2nd attempts are skipped and the 3rd is the probe. The source document's default.
     #[default]
     Attempts,
     /// The agent's steps ([`Expeditor::advance_step`](crate::Expeditor::advance_step)) since
@@ -71,18 +71,18 @@ pub struct Policy {
 }
 
 impl Policy {
-    /// The seed's default threshold: 3 consecutive failures open a circuit.
+    /// The source document's default threshold: 3 consecutive failures open a circuit.
     pub const DEFAULT_THRESHOLD: u32 = 3;
-    /// The seed's default budget: 5 failures per cycle, then pause and report.
+    /// The source document's default budget: 5 failures per cycle, then pause and report.
     pub const DEFAULT_BUDGET: u32 = 5;
-    /// The seed's default probe interval: every 3rd attempt after opening.
+    /// The source document's default probe interval: every 3rd attempt after opening.
     pub const DEFAULT_PROBE_EVERY: u32 = 3;
     /// Circuits failing within this many steps of each other count together for cascade
     /// detection (R9.2): 2, the same step or up to two steps apart — two tools behind one
     /// broken network usually open in the same or the next task step, while a tool that
     /// broke long before says nothing about a new failure now (0: the same step only).
     pub const DEFAULT_CASCADE_WINDOW: u64 = 2;
-    /// The seed's cap on probe backoff after a cascade: 20 steps.
+    /// The source document's cap on probe backoff after a cascade: 20 steps.
     pub const DEFAULT_BACKOFF_CAP: u32 = 20;
     /// The longest a cool-down grows to after failed probes, unless the policy says otherwise:
     /// 30 s, so that a tool mended while its circuit was open comes back within half a minute.

@@ -1,4 +1,4 @@
-//! Pre-call checks (seed step 10, SPEC R10): before the loop, a tool can be checked — it is
+//! Pre-call checks (step 10 of the source document, R10): before the loop, a tool can be checked — it is
 //! allowed, its server is healthy, its resource exists. The check is run by the executor (the
 //! expeditor never calls anything); the expeditor keeps its result and acts on it:
 //!

@@ -1,4 +1,4 @@
-//! A fleet store on Redis (SPEC B11, feature `redis`): tool health shared by every worker
+//! A fleet store on Redis (B11, feature `redis`): tool health shared by every worker
 //! that attaches a [`RedisFleet`] on the same namespace.
 //!
 //! ```no_run

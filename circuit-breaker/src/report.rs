@@ -1,5 +1,5 @@
 //! Reports are data first (DESIGN "Reports are data first"): each is a plain serde value with
-//! a `Display` in the seed's exact layout.
+//! a `Display` in the source document's exact layout.
 //!
 //! - [`StateTable`]: the circuit breaker state table with the budget line (R2.3).
 //! - [`Budget`]: the budget block with its ledger and status line (R7.1, R7.2).
@@ -84,7 +84,7 @@ impl fmt::Display for StateTable {
             "Last Failure",
             "Last Success",
         ];
-        // The seed's column widths; a column grows to fit its longest cell.
+        // The source document's column widths; a column grows to fit its longest cell.
         let mut widths = [10, 6, 17, 16, 15];
         let cells: Vec<[String; 5]> = self
             .rows
@@ -144,7 +144,7 @@ impl fmt::Display for StateTable {
         if !self.mistakes.is_none() {
             write!(f, "\n{}", self.mistakes)?;
         }
-        // B13: only when some call was dropped by its caller, so the seed's layout stays.
+        // B13: only when some call was dropped by its caller, so the source document's layout stays.
         let mut cancelled = self.rows.iter().filter(|row| row.cancelled > 0);
         if let Some(first) = cancelled.next() {
             write!(
@@ -287,7 +287,7 @@ impl PauseReport {
         let engine = view.engine;
         let paused = engine.halt();
         // Sub-tasks not attempted because a tool they need is down are shown deferred
-        // (R5.1). Under a budget or systemic pause, every call is held back: the seed's
+        // (R5.1). Under a budget or systemic pause, every call is held back: the source document's
         // "NOT ATTEMPTED — paused" says it all.
         let held = matches!(
             paused,
@@ -345,7 +345,7 @@ impl PauseReport {
                 .map(|h| recommendation(&h.tool, h.category)),
         );
         // After a systemic failure, work failed because of the event: resume from the first
-        // incomplete sub-task. Otherwise from the first not attempted (the seed's rule).
+        // incomplete sub-task. Otherwise from the first not attempted (the source document's rule).
         let resume = if systemic.is_some() {
             incomplete.first()
         } else {
@@ -464,7 +464,7 @@ fn recommendation(tool: &str, category: Option<FailureCategory>) -> String {
 }
 
 impl fmt::Display for PauseReport {
-    /// The seed's layout (R7.3).
+    /// The source document's layout (R7.3).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.paused {
             Some(PauseReason::BudgetExhausted { .. }) => {

@@ -1,4 +1,4 @@
-//! A guarded toolbox's tools as rig tools (SPEC B8; feature `rig`, on `rig-core` 0.44).
+//! A guarded toolbox's tools as rig tools (B8; feature `rig`, on `rig-core` 0.44).
 //!
 //! [`RigTools`] wraps any [`ToolDispatch`] — the guarded handle `#[toolbox(json)]`
 //! generates, or your own — and gives rig what it needs, with no per-tool glue: names,

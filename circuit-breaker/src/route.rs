@@ -1,4 +1,4 @@
-//! Routing when a circuit is OPEN (SPEC R4): a low-degradation alternative first, then a
+//! Routing when a circuit is OPEN (R4): a low-degradation alternative first, then a
 //! high one, then the manual fallback, then scope reduction. Alternatives whose own circuit
 //! is OPEN are passed over, so routes chain (Grep -> Bash -> Read -> ask the user -> skip).
 //!

@@ -1,4 +1,4 @@
-//! The task and its sub-tasks (seed step 5): each sub-task names the tools it needs and
+//! The task and its sub-tasks (step 5 of the source document): each sub-task names the tools it needs and
 //! carries its progress, which feeds the pause report's completed and incomplete work (R7.3).
 
 use std::fmt;
@@ -210,7 +210,7 @@ pub struct Deferral {
     pub unblock: String,
 }
 
-/// The seed's "Scope Reduction Report" (R5.2).
+/// The source document's "Scope Reduction Report" (R5.2).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScopeReport {
     /// Every sub-task, in order.
@@ -344,7 +344,7 @@ impl ScopeReport {
 }
 
 impl fmt::Display for ScopeReport {
-    /// The seed's layout (R5.2).
+    /// The source document's layout (R5.2).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "Scope Reduction Report:\n")?;
         writeln!(

@@ -1,4 +1,4 @@
-//! Save and restore the whole state (SPEC R3.7, B3): breakers, budget, ledger, step. An agent
+//! Save and restore the whole state (R3.7, B3): breakers, budget, ledger, step. An agent
 //! that runs as separate processes keeps its breakers by saving a [`Snapshot`] with any serde
 //! format and restoring it in the next process.
 //!

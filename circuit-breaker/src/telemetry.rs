@@ -1,4 +1,4 @@
-//! Telemetry by the OpenTelemetry GenAI conventions (SPEC B12), through `tracing`: no
+//! Telemetry by the OpenTelemetry GenAI conventions (B12), through `tracing`: no
 //! feature needed, no OpenTelemetry crate in the build.
 //!
 //! Every guarded call — a method of a `#[toolbox]`'s guarded handle (sync or async), the
@@ -54,7 +54,7 @@
 //! When no subscriber wants the span, a guarded call checks the level filter (one relaxed
 //! load, inlined) and, if some subscriber wants INFO, one call site's cached interest (out of
 //! line); nothing is allocated or recorded, and a generated method is as fast as before the
-//! spans (BENCHMARKS.md, issue 15).
+//! spans (BENCHMARKS.md).
 
 use std::cell::Cell;
 use std::fmt;

@@ -1,5 +1,5 @@
 //! The runtime-agnostic timer behind [`WallClock::sleep_until`](crate::clock::WallClock::sleep_until)
-//! for real clocks (SPEC B2, B13): one background thread, started the first time a deadline is
+//! for real clocks (B2, B13): one background thread, started the first time a deadline is
 //! set, with a heap of deadlines and the wakers to call when each is reached.
 //!
 //! Why not a runtime's timer: the crate forces no runtime on its users (B2), and a deadline

@@ -1,4 +1,4 @@
-//! The MCP client: connected MCP servers whose tools are guarded by one expeditor (SPEC B10).
+//! The MCP client: connected MCP servers whose tools are guarded by one expeditor (B10).
 //! Documented in the [module](super) that re-exports it.
 
 use std::collections::HashMap;
@@ -1352,7 +1352,7 @@ fn listed_tools(qualify: Option<&str>, server: &str, tools: &[Tool]) -> Vec<List
 }
 
 /// A set of MCP servers the agent connects to, their tools guarded by one [`Expeditor`]
-/// (SPEC B10). See the [module](super) for what every call does.
+/// (B10). See the [module](super) for what every call does.
 ///
 /// It is a [`ToolDispatch`]: give it to [`McpServer`](super::McpServer) (a guarded proxy) or
 /// to the rig adapter as it is. Cloning it is cheap and shares everything; the connections
@@ -1656,7 +1656,7 @@ impl McpClientBuilder {
     /// what it provides, its alternatives (tools on other servers too), their degradations,
     /// its fallback, threshold, probe interval, and whether it caches. An empty `provides`
     /// or `fallback` and an empty list of alternatives keep what the listing gave. Load it
-    /// from the seed's YAML shape with any serde format. A tool the overlay names that no
+    /// from the source document's YAML shape with any serde format. A tool the overlay names that no
     /// server lists is an error of [`build`](Self::build), with "did you mean".
     pub fn overlay(mut self, map: CapabilityMap) -> Self {
         self.overlay = Some(map);

@@ -1,5 +1,5 @@
-//! MCP on rmcp (feature `mcp`): a guarded toolbox served as an MCP server (SPEC B9), and MCP
-//! servers' tools guarded as a client (SPEC B10). The rmcp this crate is built against is
+//! MCP on rmcp (feature `mcp`): a guarded toolbox served as an MCP server (B9), and MCP
+//! servers' tools guarded as a client (B10). The rmcp this crate is built against is
 //! re-exported as [`rmcp`](mod@rmcp).
 //!
 //! # Server
@@ -50,7 +50,7 @@
 //! # Client
 //!
 //! [`McpClient`] connects the agent to MCP servers and guards all their tools with one
-//! [`Expeditor`](crate::Expeditor) (SPEC B10). It is a
+//! [`Expeditor`](crate::Expeditor) (B10). It is a
 //! [`ToolDispatch`](crate::dispatch::ToolDispatch), so the model is shown every listed tool
 //! and calls it by name, and it can be handed as it is to [`McpServer`] (a guarded proxy) or
 //! to the rig adapter. The glue:
@@ -76,7 +76,7 @@
 //! server ([`ToolSpec::server`](crate::capability::ToolSpecBuilder::server)): it provides
 //! the first line of its description (or "capability of server X"), and its fallback tells
 //! the user the server's tool could not be used. An overlay
-//! ([`McpClientBuilder::overlay`], a [`CapabilityMap`](crate::CapabilityMap), in the seed's
+//! ([`McpClientBuilder::overlay`], a [`CapabilityMap`](crate::CapabilityMap), in the source document's
 //! YAML shape through any serde format) adds or overrides, by tool name, what a tool
 //! provides, its alternatives — tools on other servers too — with their degradations, its
 //! fallback, threshold, probe interval and whether it caches. An overlay naming a tool no

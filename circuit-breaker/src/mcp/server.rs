@@ -1,4 +1,4 @@
-//! The MCP server: a guarded toolbox behind rmcp's `ServerHandler` (SPEC B9). Documented in
+//! The MCP server: a guarded toolbox behind rmcp's `ServerHandler` (B9). Documented in
 //! the [module](super) that re-exports it.
 
 use std::borrow::Cow;
