@@ -4,8 +4,10 @@
 //! would inflict on it). Poll interval 50 ms, so the staleness bound is 50 ms + the op
 //! timeout.
 //!
-//! Run: `cargo test --features redis --test b11_redis -- --nocapture` prints the measured
+//! Run: `cargo test --features redis --test fleet b11_redis -- --nocapture` prints the measured
 //! propagation delays.
+
+#![cfg(feature = "redis")]
 
 mod common;
 #[path = "common/redis.rs"]

@@ -6,6 +6,8 @@
 //! Every scenario asserts the exported span (its name `execute_tool {tool}`, kind INTERNAL,
 //! its attributes, status and span events) and the metric points it leaves.
 
+#![cfg(feature = "otel")]
+
 mod common;
 
 use std::collections::BTreeMap;

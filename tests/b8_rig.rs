@@ -7,6 +7,8 @@
 //! `ToolSet::execute` with a JSON string), and an agent run against rig's scripted model
 //! (`MockCompletionModel`), whose recorded requests are what a provider would be sent.
 
+#![cfg(feature = "rig")]
+
 mod common;
 
 use std::future::IntoFuture as _;

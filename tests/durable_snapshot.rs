@@ -59,6 +59,15 @@ fn child_save_loop() {
     }
 }
 
+/// The saving child's test name in this binary: the file is a module of an area's binary
+/// (`durable_snapshot::child_save_loop`), or a crate of its own.
+fn child_test_name() -> String {
+    match module_path!().split_once("::") {
+        Some((_, module)) => format!("{module}::child_save_loop"),
+        None => "child_save_loop".to_owned(),
+    }
+}
+
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("cb-durable-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -77,7 +86,7 @@ fn r3_7_a_kill_mid_save_leaves_a_whole_snapshot() {
         let mut child = Command::new(&exe)
             .args([
                 "--exact",
-                "child_save_loop",
+                &child_test_name(),
                 "--nocapture",
                 "--test-threads",
                 "1",

@@ -2,7 +2,7 @@
 //! token, all mistakes of a file in one compile (`tests/ui/fail/<mistake>.rs` with the exact
 //! `.stderr`), and the valid shapes of the grammar compile and run (`tests/ui/pass/*.rs`).
 //!
-//! Regenerate the expected output with `TRYBUILD=overwrite cargo test --test macro_ui`, then
+//! Regenerate the expected output with `TRYBUILD=overwrite cargo test --all-features --test macros macro_ui`, then
 //! read every changed `.stderr`: one intended error per mistake, on the offending token.
 
 #[test]

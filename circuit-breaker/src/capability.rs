@@ -315,7 +315,7 @@ pub const MIN_TIMEOUT: Duration = Duration::from_millis(1);
 
 /// The longest per-tool timeout, one day: a deadline longer than that is a mistake (a unit
 /// misread, `"900 years"`), not a deadline. `#[tool(timeout = "..")]` has the same bounds.
-pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
+pub const MAX_TIMEOUT: Duration = Duration::from_hours(24);
 
 /// Why a duration is no per-tool timeout: zero, under [`MIN_TIMEOUT`] or over
 /// [`MAX_TIMEOUT`]. `None` for one in range.

@@ -93,7 +93,7 @@ impl Policy {
     /// 5 s, doubling after each failed probe up to the cap.
     pub const SERVICE_COOL_DOWN: Duration = Duration::from_secs(5);
     /// A service's budget window where its policy gives none: 60 s.
-    pub const SERVICE_BUDGET_WINDOW: Duration = Duration::from_secs(60);
+    pub const SERVICE_BUDGET_WINDOW: Duration = Duration::from_mins(1);
     /// The shortest cool-down a retry-after hint can ask for.
     pub const MIN_RETRY_AFTER: Duration = Duration::from_secs(1);
     /// The model's mistakes allowed per cycle before every call pauses (B14): 20. Far more
@@ -540,7 +540,7 @@ impl From<Policy> for PolicyBuilder {
 
 /// The longest duration a policy accepts: a year. Longer is a mistake (a unit slip), and
 /// would overflow nothing, but would never let a circuit come back.
-pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+pub const MAX_DURATION: Duration = Duration::from_hours(8760);
 
 /// Durations as the text people write: `"30s"`, `"5m"`, `"1h 30m"` (humantime).
 mod duration_text {

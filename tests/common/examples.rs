@@ -7,7 +7,7 @@ use std::process::Command;
 use std::sync::{Mutex, PoisonError};
 
 /// The example `name`'s binary, built (or found up to date) by cargo once per test process:
-/// a test run on its own (`--test b9_mcp`) does not build the examples, and one that does may
+/// a test run on its own (`--test mcp`) does not build the examples, and one that does may
 /// have left a binary older than its sources. The package features of this build are passed
 /// on, so that the examples `cargo test` built are found fresh, not rebuilt.
 pub fn example_binary(name: &str) -> PathBuf {

@@ -2030,7 +2030,7 @@ mod tests {
         let hint = |data: Value| retry_hint(&data);
         assert_eq!(
             hint(json!({ "retryAfter": 120 })),
-            Some(Duration::from_secs(120))
+            Some(Duration::from_mins(2))
         );
         assert_eq!(
             hint(json!({ "retry_after": "30" })),
