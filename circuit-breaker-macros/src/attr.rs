@@ -267,7 +267,7 @@ impl FromMeta for Degradation {
             let name = path_text(&func.path);
             return Err(Error::custom(format!(
                 "unknown degradation severity `{name}`: write `low(\"..\")` or `high(\"..\")`, or a plain string for low{}",
-                crate::check::suggest(&name, ["high", "low"].into_iter())
+                crate::suggest::suggest(&name, ["high", "low"].into_iter())
             ))
             .with_span(&call.func));
         }

@@ -11,6 +11,7 @@ use syn::{GenericArgument, Ident, Path, PathArguments, Type};
 
 use crate::ast::{Method, Receiver, Tool, Toolbox, unraw};
 use crate::attr::Degradation;
+use crate::suggest::suggest;
 
 /// The toolbox once checked: everything expansion needs, resolved.
 pub struct Checked<'a> {
@@ -1052,19 +1053,4 @@ fn check_adapter(
         receiver: receiver?,
         is_async: adapter.is_async,
     })
-}
-
-/// `; did you mean `x`?` when a candidate is close to `name`.
-pub fn suggest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> String {
-    let wanted = name.to_lowercase();
-    let mut best: Option<(usize, &str)> = None;
-    for candidate in candidates {
-        let distance = strsim::osa_distance(&wanted, &candidate.to_lowercase());
-        let longest = wanted.chars().count().max(candidate.chars().count());
-        let limit = (longest / 3).clamp(1, 3);
-        if distance <= limit && best.is_none_or(|(d, _)| distance < d) {
-            best = Some((distance, candidate));
-        }
-    }
-    best.map_or_else(String::new, |(_, c)| format!("; did you mean `{c}`?"))
 }

@@ -20,6 +20,7 @@ mod ast;
 mod attr;
 mod check;
 mod expand;
+mod suggest;
 
 /// Makes an inherent impl block a toolbox: every method marked `#[tool(..)]` becomes a tool
 /// with a circuit breaker. See the `circuit-breaker` crate for the grammar: its options are
