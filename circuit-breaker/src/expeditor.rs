@@ -773,11 +773,10 @@ impl Expeditor {
     /// it at the instant it returned. Cheap when nothing is due; never reads the clock when
     /// the policy has nothing timed.
     pub fn tick(&self) -> Option<Timestamp> {
-        if !self.lock().is_timed() {
-            return None;
-        }
-        let now = self.now();
-        self.command(|engine, changes, step| engine.tick(now, step, changes))
+        self.command(|engine, changes, step| {
+            let now = engine.is_timed().then(|| self.now())?;
+            engine.tick(now, step, changes)
+        })
     }
 
     /// Whether health checks of servers and pre-call checks should run now: when nothing
