@@ -25,7 +25,7 @@ mod workspace;
 use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 
-use circuit_breaker::{FailureCategory, PauseReason};
+use agent_circuit_breaker::{FailureCategory, PauseReason};
 
 use agent::Outcome;
 use faults::Options;

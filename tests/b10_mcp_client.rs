@@ -1,4 +1,4 @@
-//! B10: MCP servers' tools guarded as a client — `circuit_breaker::mcp::McpClient` against
+//! B10: MCP servers' tools guarded as a client — `agent_circuit_breaker::mcp::McpClient` against
 //! real rmcp servers.
 //!
 //! - in process: two guarded toolboxes (`docs`, `wiki`) served by `McpServer` over
@@ -31,16 +31,16 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use circuit_breaker::capability::MapError;
-use circuit_breaker::dispatch::{ReplyOutcome, ToolDispatch};
-use circuit_breaker::event::Event;
-use circuit_breaker::mcp::rmcp;
-use circuit_breaker::mcp::{
+use agent_circuit_breaker::capability::MapError;
+use agent_circuit_breaker::dispatch::{ReplyOutcome, ToolDispatch};
+use agent_circuit_breaker::event::Event;
+use agent_circuit_breaker::mcp::rmcp;
+use agent_circuit_breaker::mcp::{
     McpClient, McpClientBuilder, McpClientError, McpServer, OverlayProblem,
 };
-use circuit_breaker::policy::ProbeUnit;
-use circuit_breaker::report::ModelMistake;
-use circuit_breaker::{
+use agent_circuit_breaker::policy::ProbeUnit;
+use agent_circuit_breaker::report::ModelMistake;
+use agent_circuit_breaker::{
     Availability, CapabilityMap, CircuitState, FailureCategory, PauseReason, Policy, SkipReason,
     toolbox,
 };

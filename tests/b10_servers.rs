@@ -5,8 +5,8 @@
 
 mod common;
 
-use circuit_breaker::event::Event;
-use circuit_breaker::{
+use agent_circuit_breaker::event::Event;
+use agent_circuit_breaker::{
     AlternativeSpec, Availability, CapabilityMap, CircuitState, Decision, Degradation, Expeditor,
     Failure, FailureCategory, Policy, SkipReason, ToolSpec,
 };
@@ -75,7 +75,7 @@ fn fail_with(
     expeditor: &Expeditor,
     tool: &str,
     failure: Failure,
-) -> circuit_breaker::expeditor::Recorded {
+) -> agent_circuit_breaker::expeditor::Recorded {
     match expeditor.decide(id(expeditor, tool)) {
         Decision::Call(t) | Decision::Probe(t) => t.failure(failure),
         other => panic!("{tool}: expected CALL or PROBE, got {}", other.kind()),
@@ -370,7 +370,7 @@ fn probed_every_steps(steps: u32, log: &EventLog) -> Expeditor {
             Policy::builder()
                 .budget(5)
                 .probe_every(steps)
-                .probe_unit(circuit_breaker::policy::ProbeUnit::Steps)
+                .probe_unit(agent_circuit_breaker::policy::ProbeUnit::Steps)
                 .build()
                 .unwrap(),
         )

@@ -7,10 +7,10 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use circuit_breaker::event::Event;
-use circuit_breaker::expeditor::{FleetLink, FleetStore};
-use circuit_breaker::fleet::{SharedOpen, SharedTransition};
-use circuit_breaker::{
+use agent_circuit_breaker::event::Event;
+use agent_circuit_breaker::expeditor::{FleetLink, FleetStore};
+use agent_circuit_breaker::fleet::{SharedOpen, SharedTransition};
+use agent_circuit_breaker::{
     CircuitState, Decision, Expeditor, Failure, FailureCategory, Policy, SkipReason,
 };
 use common::{EventLog, T0, clock, fleet_map, id, kind, succeed};
@@ -192,7 +192,7 @@ fn b11_a_circuit_opened_by_one_worker_is_open_for_the_others_uncharged() {
             "{table}"
         );
         assert_eq!(e.offer().offered, ["fetch", "lint"]);
-        let task = circuit_breaker::Task::new().subtask("Search the web", ["search"]);
+        let task = agent_circuit_breaker::Task::new().subtask("Search the web", ["search"]);
         let report = e.pause_report(&task).to_string();
         assert!(
             report.contains("\nShared with the fleet through memory: search OPEN (opened by w1)\n"),

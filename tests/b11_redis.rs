@@ -15,9 +15,9 @@ mod redis_server;
 
 use std::time::{Duration, Instant};
 
-use circuit_breaker::event::Event;
-use circuit_breaker::redis::{RedisFleet, RedisFleetBuilder};
-use circuit_breaker::{CircuitState, Decision, Expeditor, Failure, FailureCategory, Policy};
+use agent_circuit_breaker::event::Event;
+use agent_circuit_breaker::redis::{RedisFleet, RedisFleetBuilder};
+use agent_circuit_breaker::{CircuitState, Decision, Expeditor, Failure, FailureCategory, Policy};
 use common::{EventLog, fleet_map, id};
 use redis_server::RedisServer;
 
@@ -136,7 +136,7 @@ async fn probes_over<'a>(
     workers: &'a [Worker],
     tool: &str,
     window: Duration,
-) -> Vec<(usize, circuit_breaker::expeditor::Ticket<'a>)> {
+) -> Vec<(usize, agent_circuit_breaker::expeditor::Ticket<'a>)> {
     for w in workers {
         for _ in 0..3 {
             let d = w.e.decide(id(&w.e, tool));

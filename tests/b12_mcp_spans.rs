@@ -25,7 +25,7 @@ mod spans;
 use std::process::Command;
 use std::sync::Arc;
 
-use circuit_breaker::mcp::{McpClient, McpServer};
+use agent_circuit_breaker::mcp::{McpClient, McpServer};
 use rmcp::ServiceExt as _;
 use serde_json::json;
 use tokio::sync::mpsc::unbounded_channel;
@@ -36,7 +36,7 @@ use notes::{GuardedNotebook, Notebook};
 use spans::{Capture, field};
 
 /// An rmcp client connected in process to `server`.
-async fn connect<D: circuit_breaker::dispatch::ToolDispatch + 'static>(
+async fn connect<D: agent_circuit_breaker::dispatch::ToolDispatch + 'static>(
     server: McpServer<D>,
 ) -> Client {
     let (server_end, client_end) = tokio::io::duplex(64 * 1024);

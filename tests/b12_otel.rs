@@ -1,6 +1,6 @@
 //! B12: telemetry by the OpenTelemetry generative-AI conventions, checked with the SDK's own
 //! in-memory exporters. Spans go through `tracing-opentelemetry`, metrics through
-//! `circuit_breaker::otel::Telemetry`; each test installs its own subscriber on its own
+//! `agent_circuit_breaker::otel::Telemetry`; each test installs its own subscriber on its own
 //! thread (`with_default`, never a global one), so the tests run in parallel.
 //!
 //! Every scenario asserts the exported span (its name `execute_tool {tool}`, kind INTERNAL,
@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use std::io;
 use std::sync::Mutex;
 
-use circuit_breaker::otel::{Telemetry, metric};
-use circuit_breaker::{CircuitState, Decision, Policy, toolbox};
+use agent_circuit_breaker::otel::{Telemetry, metric};
+use agent_circuit_breaker::{CircuitState, Decision, Policy, toolbox};
 use common::{block_on, clock};
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::MeterProvider as _;
@@ -921,7 +921,7 @@ fn b12_an_outer_span_is_used_by_the_call_inside_it() {
     let otel = Otel::new();
     let agent = agent();
     otel.run(|| {
-        let span = circuit_breaker::telemetry::execute_tool("grep");
+        let span = agent_circuit_breaker::telemetry::execute_tool("grep");
         span.record("gen_ai.tool.call.id", "call_7");
         span.in_scope(|| agent.grep("x")).unwrap();
     });

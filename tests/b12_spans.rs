@@ -10,7 +10,7 @@ mod spans;
 
 use std::io;
 
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 
 use spans::{Capture, field};
 
@@ -222,7 +222,7 @@ fn b12_an_outer_span_is_used_by_the_call_inside_it_and_not_by_the_next() {
     let capture = Capture::default();
     let guarded = GuardedWorkspace::new(Workspace { broken: false });
     capture.run(|| {
-        let span = circuit_breaker::telemetry::execute_tool("bash");
+        let span = agent_circuit_breaker::telemetry::execute_tool("bash");
         span.record("gen_ai.tool.call.id", "call_42");
         span.in_scope(|| {
             guarded.bash("ls").unwrap();
@@ -247,7 +247,7 @@ fn b12_a_span_not_entered_is_not_taken_by_a_later_call() {
     let capture = Capture::default();
     let guarded = GuardedWorkspace::new(Workspace { broken: false });
     capture.run(|| {
-        let _unused = circuit_breaker::telemetry::execute_tool("bash");
+        let _unused = agent_circuit_breaker::telemetry::execute_tool("bash");
         guarded.bash("ls").unwrap();
     });
     let calls = capture.calls();
@@ -311,7 +311,7 @@ fn b12_the_pauses_are_their_own_error_types_and_span_events() {
 
 #[test]
 fn b12_error_type_vocabulary_is_small_and_documented() {
-    use circuit_breaker::telemetry::ErrorType;
+    use agent_circuit_breaker::telemetry::ErrorType;
     let all = ErrorType::ALL;
     let mut sorted = all.to_vec();
     sorted.sort_unstable();
@@ -324,7 +324,7 @@ fn b12_error_type_vocabulary_is_small_and_documented() {
     assert!(ErrorType::CircuitOpen.is_refusal());
     assert!(!ErrorType::UnknownTool.is_refusal());
     assert_eq!(
-        ErrorType::Failed(circuit_breaker::FailureCategory::NotFound).as_str(),
+        ErrorType::Failed(agent_circuit_breaker::FailureCategory::NotFound).as_str(),
         "not_found"
     );
 }

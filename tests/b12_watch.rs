@@ -25,7 +25,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use circuit_breaker::{CapabilityMap, Decision, Expeditor, ToolSpec};
+use agent_circuit_breaker::{CapabilityMap, Decision, Expeditor, ToolSpec};
 
 use examples::example_binary;
 use run_output::normalise;

@@ -13,10 +13,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
-use circuit_breaker::capability::MapError;
-use circuit_breaker::clock::{ManualClock, Sleep, SystemClock, Timestamp, WallClock};
-use circuit_breaker::dispatch::ReplyOutcome;
-use circuit_breaker::{
+use agent_circuit_breaker::capability::MapError;
+use agent_circuit_breaker::clock::{ManualClock, Sleep, SystemClock, Timestamp, WallClock};
+use agent_circuit_breaker::dispatch::ReplyOutcome;
+use agent_circuit_breaker::{
     CallError, CapabilityMap, CircuitState, Expeditor, FailureCategory, ToolSpec, toolbox,
 };
 
@@ -409,12 +409,12 @@ fn b13_a_ticket_given_back_unused_is_no_cancellation() {
     let (guarded, _) = tools();
     let expeditor = guarded.expeditor();
     match expeditor.decide(ToolsTool::Grep) {
-        circuit_breaker::Decision::Call(ticket) => ticket.cancel(),
+        agent_circuit_breaker::Decision::Call(ticket) => ticket.cancel(),
         other => panic!("{}", other.kind()),
     }
     assert_eq!(expeditor.breaker(ToolsTool::Grep).unwrap().cancelled(), 0);
     match expeditor.decide(ToolsTool::Grep) {
-        circuit_breaker::Decision::Call(ticket) => drop(ticket),
+        agent_circuit_breaker::Decision::Call(ticket) => drop(ticket),
         other => panic!("{}", other.kind()),
     }
     assert_eq!(expeditor.breaker(ToolsTool::Grep).unwrap().cancelled(), 1);

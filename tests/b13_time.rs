@@ -11,11 +11,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use circuit_breaker::clock::{ManualClock, Timestamp, WallClock};
-use circuit_breaker::event::Event;
-use circuit_breaker::failure::parse_retry_after;
-use circuit_breaker::policy::PolicyProblem;
-use circuit_breaker::{
+use agent_circuit_breaker::clock::{ManualClock, Timestamp, WallClock};
+use agent_circuit_breaker::event::Event;
+use agent_circuit_breaker::failure::parse_retry_after;
+use agent_circuit_breaker::policy::PolicyProblem;
+use agent_circuit_breaker::{
     Availability, CapabilityMap, CircuitState, Decision, Expeditor, Failure, FailureCategory,
     PauseReason, Policy, ToolSpec,
 };
@@ -23,7 +23,7 @@ use common::{EventLog, T0, clock, fail, id, seed_map, succeed};
 
 const SECOND: Duration = Duration::from_secs(1);
 
-fn timed(cool_down: u64, cap: u64) -> circuit_breaker::policy::PolicyBuilder {
+fn timed(cool_down: u64, cap: u64) -> agent_circuit_breaker::policy::PolicyBuilder {
     Policy::builder()
         .cool_down(Duration::from_secs(cool_down))
         .cool_down_cap(Duration::from_secs(cap))
@@ -248,7 +248,7 @@ fn b13_a_retry_after_hint_sets_the_cool_down_within_bounds() {
 
 #[test]
 fn b13_bad_time_values_in_a_policy_are_errors_never_panics() {
-    let problems = |b: circuit_breaker::policy::PolicyBuilder| b.build().unwrap_err().0;
+    let problems = |b: agent_circuit_breaker::policy::PolicyBuilder| b.build().unwrap_err().0;
     assert_eq!(
         problems(Policy::builder().cool_down(Duration::ZERO)),
         [PolicyProblem::ZeroCoolDown]
@@ -422,7 +422,7 @@ fn b15_a_person_can_lift_a_typed_agents_pause_and_the_note_says_so() {
 
 #[test]
 fn b15_in_a_service_a_pause_for_the_models_mistakes_lasts_one_budget_window() {
-    use circuit_breaker::report::ModelMistake;
+    use agent_circuit_breaker::report::ModelMistake;
     let (clock, log) = (clock(), EventLog::default());
     let policy = Policy::builder()
         .mistake_limit(3)
@@ -493,7 +493,7 @@ fn b13_a_restored_due_time_is_never_trusted_raw() {
 
 struct Declared;
 
-#[circuit_breaker::toolbox(policy(
+#[agent_circuit_breaker::toolbox(policy(
     threshold = 2,
     cool_down = "10s",
     cool_down_cap = "2m",
@@ -672,7 +672,7 @@ fn b15_a_service_running_for_hours_heals_by_itself() {
 #[cfg(feature = "mcp")]
 #[test]
 fn b15_transcript_of_a_service_that_heals_by_itself() {
-    use circuit_breaker::dispatch::ToolDispatch;
+    use agent_circuit_breaker::dispatch::ToolDispatch;
     use notes::{GuardedNotebook, Notebook};
     use serde_json::json;
     use std::sync::Mutex;
@@ -789,8 +789,8 @@ mod mcp {
     use std::time::Duration;
 
     use super::notes::{GuardedNotebook, Notebook};
-    use circuit_breaker::clock::{ManualClock, Timestamp};
-    use circuit_breaker::mcp::{McpServer, rmcp};
+    use agent_circuit_breaker::clock::{ManualClock, Timestamp};
+    use agent_circuit_breaker::mcp::{McpServer, rmcp};
     use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig};
     use rmcp::service::{NotificationContext, RoleClient, RunningService};
     use rmcp::{ClientHandler, ServiceExt as _};

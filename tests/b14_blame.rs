@@ -16,9 +16,9 @@ mod common;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
-use circuit_breaker::dispatch::{Reply, ReplyOutcome, ToolDispatch};
-use circuit_breaker::report::ModelMistake;
-use circuit_breaker::{
+use agent_circuit_breaker::dispatch::{Reply, ReplyOutcome, ToolDispatch};
+use agent_circuit_breaker::report::ModelMistake;
+use agent_circuit_breaker::{
     Blame, CallError, CircuitState, Classify, FailureCategory, PauseReason, Policy, SkipReason,
     Task, toolbox,
 };
@@ -421,13 +421,13 @@ mod mcp {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use circuit_breaker::dispatch::ReplyOutcome;
-    use circuit_breaker::mcp::{
+    use agent_circuit_breaker::dispatch::ReplyOutcome;
+    use agent_circuit_breaker::mcp::{
         DEFAULT_CALLER_ERRORS, McpClient, McpClientBuilder, McpClientError, McpServer,
         OverlayProblem,
     };
-    use circuit_breaker::report::ModelMistake;
-    use circuit_breaker::{CapabilityMap, CircuitState, FailureCategory, toolbox};
+    use agent_circuit_breaker::report::ModelMistake;
+    use agent_circuit_breaker::{CapabilityMap, CircuitState, FailureCategory, toolbox};
     use serde_json::json;
 
     /// A disk whose every file is missing: a foreign server's tools, as far as the client

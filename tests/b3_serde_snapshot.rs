@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use circuit_breaker::{
+use agent_circuit_breaker::{
     CapabilityMap, CircuitState, Decision, Expeditor, PauseReason, Policy,
     clock::ManualClock,
     event::Event,
@@ -312,7 +312,7 @@ fn b3_the_snapshot_format_is_pinned() {
     let (expeditor, _clock) = story();
     let snapshot = expeditor.snapshot();
     assert_eq!(snapshot.format, SNAPSHOT_FORMAT);
-    assert_eq!(SNAPSHOT_FORMAT, "circuit-breaker/snapshot");
+    assert_eq!(SNAPSHOT_FORMAT, "agent-circuit-breaker/snapshot");
     assert_eq!(snapshot.version, 1);
     let pretty = serde_json::to_string_pretty(&snapshot).unwrap();
     assert_golden("b3_snapshot.json", &pretty);

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::thread;
 use std::time::Duration;
 
-use circuit_breaker::{CircuitState, Decision, Expeditor, Policy, event::Event};
+use agent_circuit_breaker::{CircuitState, Decision, Expeditor, Policy, event::Event};
 use common::{EventLog, clock, fail, id, kind, open3, seed_map, succeed};
 
 /// Drives every kind of event once, in a known order.

@@ -9,8 +9,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::hint::black_box;
 
-use circuit_breaker::route::RouteKind;
-use circuit_breaker::{Decision, SkipReason, toolbox};
+use agent_circuit_breaker::route::RouteKind;
+use agent_circuit_breaker::{Decision, SkipReason, toolbox};
 
 struct Counting;
 
@@ -146,7 +146,7 @@ fn b5_a_refusal_renders_what_the_expeditor_says_for_the_same_skip() {
          files directly (degradation: no broad search)."
     );
     // The serde form is the one a refusal given whole has.
-    let given = circuit_breaker::Refusal::new(
+    let given = agent_circuit_breaker::Refusal::new(
         "grep",
         SkipReason::Open,
         Some(skip.route().taken("grep")),
@@ -157,7 +157,7 @@ fn b5_a_refusal_renders_what_the_expeditor_says_for_the_same_skip() {
         serde_json::to_value(&given).unwrap()
     );
     assert_eq!(*refusal, given);
-    let back: circuit_breaker::Refusal =
+    let back: agent_circuit_breaker::Refusal =
         serde_json::from_value(serde_json::to_value(refusal).unwrap()).unwrap();
     assert_eq!(back, given);
 }

@@ -1,7 +1,7 @@
 //! B6, R1.4: capability maps loaded at run time in the seed's YAML shape — for tools
 //! discovered at run time, e.g. from an MCP server's manifest.
 
-use circuit_breaker::{
+use agent_circuit_breaker::{
     CapabilityMap, Expeditor,
     capability::{MapError, Severity},
 };

@@ -3,7 +3,7 @@
 
 mod common;
 
-use circuit_breaker::{
+use agent_circuit_breaker::{
     AlternativeSpec, CapabilityMap, Decision, Expeditor, Policy, expeditor::ToolId,
     policy::ProbeUnit, report::ModelNote,
 };
@@ -76,7 +76,7 @@ fn b7_skip_to_a_high_alternative_when_the_low_one_is_open() {
 fn b7_skip_to_an_alternative_of_unknown_degradation() {
     let map = CapabilityMap::new()
         .tool(
-            circuit_breaker::ToolSpec::new("Read")
+            agent_circuit_breaker::ToolSpec::new("Read")
                 .provides("file content inspection")
                 .alternative(AlternativeSpec::new("Bash").method("cat or head command"))
                 .fallback("ask the user to paste file contents"),

@@ -7,9 +7,9 @@ mod common;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
-use circuit_breaker::dispatch::{Reply, ReplyOutcome, ToolDispatch};
-use circuit_breaker::report::ModelMistake;
-use circuit_breaker::{CircuitState, Policy, SkipReason, toolbox};
+use agent_circuit_breaker::dispatch::{Reply, ReplyOutcome, ToolDispatch};
+use agent_circuit_breaker::report::ModelMistake;
+use agent_circuit_breaker::{CircuitState, Policy, SkipReason, toolbox};
 use common::{YieldOnce, assert_golden, assert_no_retry_invitation, block_on, clock};
 use serde_json::{Value, json};
 
@@ -113,7 +113,7 @@ fn call(agent: &impl ToolDispatch, name: &str, arguments: Value) -> Reply {
     block_on(agent.dispatch(name, arguments))
 }
 
-fn names(definitions: &[circuit_breaker::dispatch::ToolDefinition]) -> Vec<&str> {
+fn names(definitions: &[agent_circuit_breaker::dispatch::ToolDefinition]) -> Vec<&str> {
     definitions.iter().map(|d| d.name.as_str()).collect()
 }
 

@@ -15,12 +15,12 @@ use std::future::IntoFuture as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use circuit_breaker::dispatch::ToolDispatch;
-use circuit_breaker::rig::RigTools;
-use circuit_breaker::rig::rig_core::completion::Message;
-use circuit_breaker::rig::rig_core::message::{ToolResult, UserContent};
-use circuit_breaker::rig::rig_core::tool::{ToolContext, ToolErrorKind};
-use circuit_breaker::{Policy, toolbox};
+use agent_circuit_breaker::dispatch::ToolDispatch;
+use agent_circuit_breaker::rig::RigTools;
+use agent_circuit_breaker::rig::rig_core::completion::Message;
+use agent_circuit_breaker::rig::rig_core::message::{ToolResult, UserContent};
+use agent_circuit_breaker::rig::rig_core::tool::{ToolContext, ToolErrorKind};
+use agent_circuit_breaker::{Policy, toolbox};
 use common::{assert_no_retry_invitation, block_on};
 use rig_agent::tool::ToolSet;
 use rig_agent::{Agent, AgentBuilder};
@@ -91,7 +91,7 @@ fn broken(workspace: &GuardedWorkspace) {
 }
 
 fn names(
-    definitions: &[circuit_breaker::rig::rig_core::completion::ToolDefinition],
+    definitions: &[agent_circuit_breaker::rig::rig_core::completion::ToolDefinition],
 ) -> Vec<String> {
     definitions.iter().map(|d| d.name.to_string()).collect()
 }

@@ -25,7 +25,7 @@ use examples::example_binary;
 use mcp_client::{Client, Watcher, call, list_changed, meta, text};
 use std::process::{Command, Stdio};
 
-use circuit_breaker::mcp::rmcp;
+use agent_circuit_breaker::mcp::rmcp;
 use rmcp::ServiceExt as _;
 use rmcp::model::{CallToolResult, Tool};
 use rmcp::transport::TokioChildProcess;

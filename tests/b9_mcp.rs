@@ -30,10 +30,10 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, mpsc};
 
-use circuit_breaker::CircuitState;
-use circuit_breaker::clock::{ManualClock, Timestamp};
-use circuit_breaker::mcp::McpServer;
-use circuit_breaker::mcp::rmcp;
+use agent_circuit_breaker::CircuitState;
+use agent_circuit_breaker::clock::{ManualClock, Timestamp};
+use agent_circuit_breaker::mcp::McpServer;
+use agent_circuit_breaker::mcp::rmcp;
 use rmcp::ServiceExt as _;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;

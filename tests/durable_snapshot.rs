@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use circuit_breaker::{
+use agent_circuit_breaker::{
     CapabilityMap, Decision, Expeditor, ToolSpec,
     snapshot::{Snapshot, SnapshotFileError},
 };

@@ -11,7 +11,7 @@ use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Waker};
 
-use circuit_breaker::{
+use agent_circuit_breaker::{
     CapabilityMap, CircuitState, Decision, Expeditor, FailureCategory, Policy, ToolSpec,
     expeditor::PANICKED, toolbox,
 };

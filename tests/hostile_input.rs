@@ -46,7 +46,7 @@ use std::borrow::Cow;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
-use circuit_breaker::{
+use agent_circuit_breaker::{
     AlternativeSpec, CapabilityMap, CircuitState, Decision, Degradation, Expeditor, Failure,
     FailureCategory, Policy, Route, ToolSpec,
     capability::{AlternativeSpecBuilder, MapError, MapErrors, ToolSpecBuilder},
@@ -212,7 +212,7 @@ fn cascade_snapshot() -> Snapshot {
     }
     let snapshot = cascade.snapshot();
     assert!(snapshot.systemic.as_ref().is_some_and(|e| !e.recovered));
-    let flags = |e: &circuit_breaker::report::LedgerEntry| (e.charged, e.pending, e.systemic);
+    let flags = |e: &agent_circuit_breaker::report::LedgerEntry| (e.charged, e.pending, e.systemic);
     let ledger: Vec<_> = snapshot.budget.ledger().iter().map(flags).collect();
     assert!(
         ledger.contains(&(false, true, false)),
@@ -1367,7 +1367,7 @@ fn wrong_format_or_version_is_refused() {
     let mut tally = Tally::default();
     let formats = [
         json!(""),
-        json!("circuit-breaker/snapshot "),
+        json!("agent-circuit-breaker/snapshot "),
         json!("CIRCUIT-BREAKER/SNAPSHOT"),
         json!("x".repeat(1 << 20)),
     ];
@@ -1872,7 +1872,7 @@ fn deciding_after_a_large_cascade_stays_fast() {
 /// plain increment (issue 14), is 2^62 steps from wrapping.
 #[test]
 fn the_step_counter_does_not_wrap() {
-    use circuit_breaker::snapshot::{MAX_STEP, RestoreError};
+    use agent_circuit_breaker::snapshot::{MAX_STEP, RestoreError};
     let target = target();
     let before = target.snapshot();
     for step in [u64::MAX, MAX_STEP + 1] {

@@ -14,7 +14,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::hint::black_box;
 
-use circuit_breaker::{Decision, Expeditor, Policy, Route, SkipReason, policy::ProbeUnit};
+use agent_circuit_breaker::{Decision, Expeditor, Policy, Route, SkipReason, policy::ProbeUnit};
 use common::{clock, expeditor_with, id, open3, seed_map};
 
 struct Counting;
@@ -262,7 +262,7 @@ fn issue14_healthy_path_with_a_step_between_calls_allocates_nothing() {
 /// The generated toolbox of the issue-14 test below.
 struct Cheap;
 
-#[circuit_breaker::toolbox(policy(threshold = 3, budget = 1_000, probe_every = 10))]
+#[agent_circuit_breaker::toolbox(policy(threshold = 3, budget = 1_000, probe_every = 10))]
 impl Cheap {
     #[tool(provides = "a cheap computation", fallback = "do it by hand")]
     fn work(&self, x: u64) -> Result<u64, std::io::Error> {
@@ -301,7 +301,7 @@ fn never_opens() -> Policy {
 
 /// Records `n` failures on CLOSED `Bash` after a warm-up of 10, counting only the `n`; each
 /// failure's message is made by `message` inside the count.
-fn failures_on_a_closed_tool<M: Into<circuit_breaker::Failure>>(
+fn failures_on_a_closed_tool<M: Into<agent_circuit_breaker::Failure>>(
     n: usize,
     message: impl Fn(usize) -> M,
 ) -> (usize, usize) {
@@ -324,7 +324,7 @@ fn failures_on_a_closed_tool<M: Into<circuit_breaker::Failure>>(
     });
     assert_eq!(
         expeditor.state(bash),
-        Some(circuit_breaker::CircuitState::Closed)
+        Some(agent_circuit_breaker::CircuitState::Closed)
     );
     counts
 }

@@ -9,7 +9,7 @@ mod common;
 
 use std::task::{Context, Waker};
 
-use circuit_breaker::{CallError, CircuitState, route::RouteKind, toolbox};
+use agent_circuit_breaker::{CallError, CircuitState, route::RouteKind, toolbox};
 use common::{YieldOnce, block_on};
 
 #[derive(Default)]

@@ -1,11 +1,11 @@
-//! Hygiene: the code `#[toolbox]` generates names everything by absolute paths (`::circuit_breaker`,
+//! Hygiene: the code `#[toolbox]` generates names everything by absolute paths (`::agent_circuit_breaker`,
 //! `_cb::__private::core`), so a crate that shadows `circuit_breaker`, `core`, `Result`, `Option`,
 //! `Some`/`None`/`Ok`/`Err` and the runtime's own type names still compiles and works.
 
 #![allow(dead_code, non_camel_case_types)]
 
 /// Shadows the runtime crate's name for every unqualified path.
-mod circuit_breaker {}
+mod agent_circuit_breaker {}
 
 /// Shadows `core::..` for every unqualified path.
 mod core {}
@@ -45,7 +45,7 @@ pub struct Workspace {
     broken: ::std::cell::Cell<bool>,
 }
 
-#[::circuit_breaker::toolbox(policy(threshold = 1, budget = 3, probe_every = 2))]
+#[::agent_circuit_breaker::toolbox(policy(threshold = 1, budget = 3, probe_every = 2))]
 impl Workspace {
     #[tool(
         provides = "content search across files",
@@ -143,7 +143,7 @@ pub struct Shell {
     broken: ::std::sync::atomic::AtomicBool,
 }
 
-#[::circuit_breaker::toolbox(json, policy(threshold = 1))]
+#[::agent_circuit_breaker::toolbox(json, policy(threshold = 1))]
 impl Shell {
     #[tool(
         provides = "command execution",
@@ -186,11 +186,11 @@ impl Shell {
 
 #[test]
 fn b8_json_toolbox_uses_absolute_paths() {
-    use ::circuit_breaker::dispatch::ToolDispatch as _;
+    use ::agent_circuit_breaker::dispatch::ToolDispatch as _;
     let agent = GuardedShell::new(Shell {
         broken: ::std::sync::atomic::AtomicBool::new(false),
     });
-    let block_on = |future: ::circuit_breaker::dispatch::ReplyFuture<'_>| {
+    let block_on = |future: ::agent_circuit_breaker::dispatch::ReplyFuture<'_>| {
         let mut future = future;
         let mut cx = ::std::task::Context::from_waker(::std::task::Waker::noop());
         loop {

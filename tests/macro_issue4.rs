@@ -11,7 +11,7 @@ use std::cell::{Cell, RefCell};
 use std::io;
 use std::time::Duration;
 
-use circuit_breaker::{
+use agent_circuit_breaker::{
     Availability, CallError, CircuitState, FailureCategory, PauseReason, SkipReason, Task,
     capability::Severity,
     clock::{ManualClock, Timestamp},

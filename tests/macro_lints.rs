@@ -6,7 +6,7 @@
 
 use std::io;
 
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 
 /// A workspace.
 #[derive(Debug, Default)]
@@ -155,7 +155,7 @@ impl Shell {
 
 #[test]
 fn b8_lint_quiet_json_toolbox_works() {
-    use circuit_breaker::dispatch::ToolDispatch;
+    use agent_circuit_breaker::dispatch::ToolDispatch;
     let agent = GuardedShell::new(Shell::default());
     assert_eq!(agent.definitions().len(), 4);
     let future = agent.dispatch("script", serde_json::json!({"body": "ls"}));

@@ -4,7 +4,7 @@
 
 use std::io;
 
-use circuit_breaker::{Policy, policy::ProbeUnit, toolbox, toolbox::ToolSet};
+use agent_circuit_breaker::{Policy, policy::ProbeUnit, toolbox, toolbox::ToolSet};
 
 struct Plain;
 

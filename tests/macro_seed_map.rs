@@ -6,7 +6,7 @@ use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::io;
 
-use circuit_breaker::{
+use agent_circuit_breaker::{
     CallError, CircuitState, Classify, FailureCategory, SkipReason, capability::Severity,
     route::RouteKind, toolbox, toolbox::ToolSet,
 };
@@ -280,7 +280,7 @@ fn r4_1_an_alternative_without_adapter_is_returned_as_advice() {
 fn r3_2_the_handle_probes_on_schedule_and_closes_on_success() {
     let agent = GuardedWorkspace::with_expeditor(Workspace::seed(), |b| {
         b.policy(
-            circuit_breaker::Policy::builder()
+            agent_circuit_breaker::Policy::builder()
                 .probe_every(2)
                 .budget(20)
                 .build()
@@ -310,7 +310,7 @@ fn r3_2_the_handle_probes_on_schedule_and_closes_on_success() {
 fn r3_4_a_paused_toolbox_refuses_every_tool() {
     let agent = GuardedWorkspace::with_expeditor(Workspace::seed(), |b| {
         b.policy(
-            circuit_breaker::Policy::builder()
+            agent_circuit_breaker::Policy::builder()
                 .budget(2)
                 .build()
                 .unwrap(),

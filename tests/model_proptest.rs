@@ -2,7 +2,7 @@
 //! record a success, record a failure with a category, drop the ticket (a cancellation) or
 //! hold it for later; advance the step; start a new cycle; confirm recovery — over 3 to 5 tools
 //! with alternatives (always the cycle Grep <-> Read), run against the expeditor, against the
-//! engine driven directly (issue #10: `circuit_breaker::__engine::EngineDriver`, the state
+//! engine driven directly (issue #10: `agent_circuit_breaker::__engine::EngineDriver`, the state
 //! machine as a plain value with no lock, its commands given the step and the time, and the
 //! expeditor's lock-free paths emulated on it — see below) and against a small reference model
 //! written from the SPEC:
@@ -72,10 +72,10 @@ mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use circuit_breaker::__engine::{
+use agent_circuit_breaker::__engine::{
     BreakerRecord, Budget, EngineDriver, Path, Recorded, SystemicEvent, Verdict,
 };
-use circuit_breaker::{
+use agent_circuit_breaker::{
     AlternativeSpec, CapabilityMap, CircuitState, Decision, Degradation, Expeditor, Failure,
     FailureCategory, PauseReason, Policy, Route, SkipReason, ToolSpec,
     capability::Severity,

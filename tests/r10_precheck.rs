@@ -4,7 +4,7 @@
 
 mod common;
 
-use circuit_breaker::{
+use agent_circuit_breaker::{
     Availability, CapabilityMap, CircuitState, Decision, Expeditor, Policy, Route, SkipReason,
     ToolSpec, event::Event, expeditor::ToolId, policy::ProbeUnit, report::ToolOffer,
 };

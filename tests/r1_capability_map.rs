@@ -5,7 +5,7 @@ mod common;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use circuit_breaker::{
+use agent_circuit_breaker::{
     AlternativeSpec, CapabilityMap, Decision, Degradation, Expeditor, Route, ToolSpec,
     capability::{
         AlternativeSpecBuilder, MapError, MapErrors, Severity, ToolSpecBuilder, UNKNOWN_DEGRADATION,

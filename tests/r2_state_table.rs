@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use circuit_breaker::{
+use agent_circuit_breaker::{
     AlternativeSpec, CapabilityMap, CircuitState, Decision, Degradation, Expeditor, Policy, Route,
     ToolSpec,
     capability::MapError,
@@ -20,7 +20,7 @@ use common::{
 
 /// The seed's story up to the budget block: two healthy tools, Bash opened by three
 /// failures, one WebSearch failure. Wall time moves with the steps.
-fn seed_story() -> (Expeditor, circuit_breaker::clock::ManualClock) {
+fn seed_story() -> (Expeditor, agent_circuit_breaker::clock::ManualClock) {
     let (expeditor, clock) = seed_expeditor();
     expeditor.advance_step(); // 1
     succeed(&expeditor, "Grep");

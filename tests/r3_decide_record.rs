@@ -6,7 +6,7 @@ mod common;
 use std::sync::Barrier;
 use std::thread;
 
-use circuit_breaker::{
+use agent_circuit_breaker::{
     CircuitState, Decision, Expeditor, Failure, PauseReason, Policy, SkipReason, event::Event,
     expeditor::Recorded, policy::ProbeUnit, report::BudgetStatus,
 };

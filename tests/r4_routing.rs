@@ -3,7 +3,7 @@
 
 mod common;
 
-use circuit_breaker::{
+use agent_circuit_breaker::{
     AlternativeSpec, CapabilityMap, Decision, Degradation, Expeditor, Policy, Route, SkipReason,
     ToolSpec,
     capability::Severity,
@@ -291,7 +291,7 @@ fn r4_1_an_alternative_naming_no_tool_can_not_misroute() {
         );
     assert!(map.validate().is_err(), "a run-time map is checked");
     let expeditor =
-        circuit_breaker::__private::expeditor(Expeditor::builder(map).policy(Policy::default()));
+        agent_circuit_breaker::__private::expeditor(Expeditor::builder(map).policy(Policy::default()));
     let grep = id(&expeditor, "Grep");
     open3(&expeditor, "Grep");
     let Decision::Skip(skip) = expeditor.decide(grep) else {

@@ -4,7 +4,7 @@
 
 mod common;
 
-use circuit_breaker::{
+use agent_circuit_breaker::{
     Availability, CircuitState, Decision, Expeditor, PauseReason, Policy, SkipReason, Task,
     event::Event,
     policy::ProbeUnit,
@@ -273,7 +273,7 @@ fn r5_2_the_seeds_scope_report_from_a_real_scenario() {
 
 #[test]
 fn r5_2_with_the_seeds_wording_for_the_fallback_only_the_seeds_misaligned_row_differs() {
-    let map = circuit_breaker::CapabilityMap::new()
+    let map = agent_circuit_breaker::CapabilityMap::new()
         .tool(common::grep_spec())
         .tool(bash_spec().fallback("user can run commands manually"))
         .tool(common::read_spec())
@@ -325,7 +325,7 @@ fn r5_2_a_scope_with_nothing_deferred_says_so() {
 #[test]
 fn r5_2_tasks_can_name_tools_through_a_toolbox_enum() {
     struct Shell;
-    #[circuit_breaker::toolbox]
+    #[agent_circuit_breaker::toolbox]
     impl Shell {
         #[tool(
             name = "Bash",
@@ -354,7 +354,7 @@ fn r5_2_tasks_can_name_tools_through_a_toolbox_enum() {
     let err = agent.bash("cargo test").unwrap_err();
     assert_eq!(
         err.refusal().map(|r| r.reason()),
-        Some(circuit_breaker::SkipReason::Deferred)
+        Some(agent_circuit_breaker::SkipReason::Deferred)
     );
 }
 
@@ -575,7 +575,7 @@ fn r5_progress_feeds_the_pause_report() {
     open3(&expeditor, "Bash");
     task.failed(3, "Bash circuit OPEN").unwrap();
     let report = expeditor.pause_report(&task);
-    let lines = |list: &[circuit_breaker::report::WorkLine]| {
+    let lines = |list: &[agent_circuit_breaker::report::WorkLine]| {
         list.iter()
             .map(|l| (l.number, l.status.clone()))
             .collect::<Vec<_>>()

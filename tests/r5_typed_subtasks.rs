@@ -2,7 +2,7 @@
 
 use std::io;
 
-use circuit_breaker::{Task, toolbox};
+use agent_circuit_breaker::{Task, toolbox};
 
 struct Shell;
 

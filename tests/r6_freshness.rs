@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use circuit_breaker::{
+use agent_circuit_breaker::{
     __private::serve_stale,
     CallError, CapabilityMap, Expeditor, PauseReason, Policy, Refusal, SkipReason, ToolSpec,
     clock::{ManualClock, Timestamp},
@@ -35,7 +35,7 @@ fn live(args: u64, output: u64) -> Observation {
 }
 
 /// The seed's map with WebSearch declared as caching, a manual clock at [`T0`].
-fn expeditor() -> (Expeditor, circuit_breaker::clock::ManualClock) {
+fn expeditor() -> (Expeditor, agent_circuit_breaker::clock::ManualClock) {
     let clock = clock();
     let map = CapabilityMap::new()
         .tool(common::grep_spec())

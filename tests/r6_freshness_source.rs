@@ -3,7 +3,7 @@
 
 use std::io;
 
-use circuit_breaker::{freshness::Freshness, toolbox};
+use agent_circuit_breaker::{freshness::Freshness, toolbox};
 
 struct Files;
 

@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use circuit_breaker::{
+use agent_circuit_breaker::{
     CircuitState, Decision, Expeditor, FailureCategory, PauseReason, Policy, Task,
     clock::ManualClock,
     event::Event,
@@ -112,7 +112,7 @@ fn r7_2_status_line_singular_plural_and_exhausted() {
 fn pause_story() -> (Expeditor, Task, EventLog) {
     let log = EventLog::default();
     let clock = clock();
-    let map = circuit_breaker::CapabilityMap::new()
+    let map = agent_circuit_breaker::CapabilityMap::new()
         .tool(common::grep_spec())
         .tool(common::bash_spec())
         .tool(common::read_spec())
@@ -339,7 +339,7 @@ fn r7_4_a_new_cycle_without_a_pause_only_resets_the_budget() {
 /// snapshot stay exact.
 #[test]
 fn r7_1_the_ledger_is_bounded_and_counts_the_lines_it_does_not_keep() {
-    use circuit_breaker::report::{LEDGER_HEAD, LEDGER_LINES};
+    use agent_circuit_breaker::report::{LEDGER_HEAD, LEDGER_LINES};
     let clock = clock();
     let policy = Policy::builder()
         .threshold(1_000_000)

@@ -3,7 +3,7 @@
 
 mod common;
 
-use circuit_breaker::{
+use agent_circuit_breaker::{
     CapabilityMap, CircuitState, Decision, Expeditor, Failure, FailureCategory, clock::ManualClock,
 };
 use common::T0;

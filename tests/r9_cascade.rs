@@ -9,7 +9,7 @@ mod common;
 
 use std::io;
 
-use circuit_breaker::{
+use agent_circuit_breaker::{
     CapabilityMap, CircuitState, Decision, Expeditor, Failure, FailureCategory, PauseReason,
     Policy, Task, ToolSpec, capability::ToolSpecBuilder, event::Event, policy::ProbeUnit,
     report::SystemicEvent, snapshot::Snapshot,
@@ -63,7 +63,7 @@ fn steps_policy() -> Policy {
 }
 
 /// Fails `tool` three times with an io `ConnectionRefused` (threshold 3: it opens).
-fn refuse3(expeditor: &Expeditor, tool: &str) -> circuit_breaker::expeditor::Recorded {
+fn refuse3(expeditor: &Expeditor, tool: &str) -> agent_circuit_breaker::expeditor::Recorded {
     let mut last = None;
     for _ in 0..3 {
         last = Some(fail(expeditor, tool, refused()));
@@ -205,7 +205,7 @@ fn r9_2_a_second_circuit_opening_with_an_open_ones_category_is_one_systemic_even
     );
     let json = serde_json::to_string(&report).unwrap();
     assert_eq!(
-        serde_json::from_str::<circuit_breaker::report::PauseReport>(&json).unwrap(),
+        serde_json::from_str::<agent_circuit_breaker::report::PauseReport>(&json).unwrap(),
         report
     );
 }
@@ -224,7 +224,7 @@ fn r9_2_the_systemic_pause_tells_the_model_to_stop_not_to_retry() {
     let offer = expeditor.offer();
     assert!(offer.offered.is_empty());
     // The offer answers no call: the same note, naming no tool asked for (B7).
-    let unasked = circuit_breaker::report::ModelNote {
+    let unasked = agent_circuit_breaker::report::ModelNote {
         asked_for: None,
         ..note
     };
@@ -621,9 +621,9 @@ fn chain_event() -> Expeditor {
             ToolSpec::new("Grep")
                 .provides("content search across files")
                 .alternative(
-                    circuit_breaker::AlternativeSpec::new("Bash")
+                    agent_circuit_breaker::AlternativeSpec::new("Bash")
                         .method("rg or grep command")
-                        .degradation(circuit_breaker::Degradation::low(
+                        .degradation(agent_circuit_breaker::Degradation::low(
                             "loses Grep's built-in output formatting",
                         )),
                 )
@@ -840,7 +840,7 @@ fn fail3(
     expeditor: &Expeditor,
     tool: &str,
     failure: &Failure,
-) -> circuit_breaker::expeditor::Recorded {
+) -> agent_circuit_breaker::expeditor::Recorded {
     let mut last = None;
     for _ in 0..3 {
         last = Some(fail(expeditor, tool, failure.clone()));
@@ -971,7 +971,7 @@ fn r9_1_a_process_exit_status_gives_the_category() {
         FailureCategory::Timeout
     );
     assert_eq!(
-        circuit_breaker::Classify::category(&killed),
+        agent_circuit_breaker::Classify::category(&killed),
         FailureCategory::Timeout
     );
 }

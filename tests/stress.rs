@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 
-use circuit_breaker::{
+use agent_circuit_breaker::{
     CircuitState, Decision, Expeditor, Failure, FailureCategory, PauseReason, Policy, SkipReason,
     event::Event, expeditor::ToolId,
 };

@@ -191,7 +191,7 @@ pub fn parse(args: TokenStream, input: TokenStream, errors: &mut Accumulator) ->
                         if foreign {
                             let message = if a.path().is_ident("tool") {
                                 format!(
-                                    "this plain `#[tool]` is another framework's, since the method's tool attribute is `#[circuit_breaker::tool]`: rmcp's `#[tool]` on a tool of this toolbox registers the raw method, around its circuit breaker; instead, {hint}"
+                                    "this plain `#[tool]` is another framework's, since the method's tool attribute is `#[agent_circuit_breaker::tool]`: rmcp's `#[tool]` on a tool of this toolbox registers the raw method, around its circuit breaker; instead, {hint}"
                                 )
                             } else {
                                 format!(
@@ -270,7 +270,7 @@ fn rmcp_hint(base: Option<&Ident>) -> String {
         base.map_or_else(|| "Toolbox".to_owned(), Ident::to_string)
     );
     format!(
-        "serve the toolbox with `circuit_breaker::mcp::McpServer::new({guarded}::new(..))` (`#[toolbox(json)]`, feature `mcp`), or keep rmcp's `#[tool]` methods in a `#[tool_router]` impl of another type that calls the guarded handle `{guarded}`"
+        "serve the toolbox with `agent_circuit_breaker::mcp::McpServer::new({guarded}::new(..))` (`#[toolbox(json)]`, feature `mcp`), or keep rmcp's `#[tool]` methods in a `#[tool_router]` impl of another type that calls the guarded handle `{guarded}`"
     )
 }
 

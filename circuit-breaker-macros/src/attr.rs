@@ -388,7 +388,7 @@ fn without_duplicate_keys(
         .collect()
 }
 
-/// `tool` in `#[tool(..)]` or `#[circuit_breaker::tool(..)]`.
+/// `tool` in `#[tool(..)]` or `#[agent_circuit_breaker::tool(..)]`.
 pub fn attr_name_span(attr: &Attribute) -> Span {
     attr.path()
         .segments
@@ -396,7 +396,7 @@ pub fn attr_name_span(attr: &Attribute) -> Span {
         .map_or_else(|| attr.span(), |s| s.ident.span())
 }
 
-/// Whether `attr` is one of ours: `#[tool]`, `#[circuit_breaker::tool]`, or `#[<crate>::tool]`.
+/// Whether `attr` is one of ours: `#[tool]`, `#[agent_circuit_breaker::tool]`, or `#[<crate>::tool]`.
 fn is_tool_attr(attr: &Attribute, krate: Option<&Path>) -> ToolAttr {
     let path = attr.path();
     if path.is_ident("tool") {
@@ -406,7 +406,7 @@ fn is_tool_attr(attr: &Attribute, krate: Option<&Path>) -> ToolAttr {
     let ours = |prefix: &[String]| {
         segments.len() == prefix.len() + 1 && segments[..prefix.len()] == *prefix
     };
-    let default = ["circuit_breaker".to_owned()];
+    let default = ["agent_circuit_breaker".to_owned()];
     let custom: Vec<String> = krate
         .map(|k| k.segments.iter().map(|s| s.ident.to_string()).collect())
         .unwrap_or_default();
@@ -427,7 +427,7 @@ enum ToolAttr {
 }
 
 /// Removes our `#[tool]` attributes from a method and returns them. A plain `#[tool]` next to
-/// a qualified `#[circuit_breaker::tool]` belongs to another framework and is left in place.
+/// a qualified `#[agent_circuit_breaker::tool]` belongs to another framework and is left in place.
 pub fn take_tool_attrs(attrs: &mut Vec<Attribute>, krate: Option<&Path>) -> Vec<Attribute> {
     let qualified = attrs
         .iter()
@@ -445,7 +445,7 @@ pub fn take_tool_attrs(attrs: &mut Vec<Attribute>, krate: Option<&Path>) -> Vec<
 }
 
 /// Whether `attr` names a `tool` of another framework: `#[rmcp::tool]`, or a plain `#[tool]`
-/// left on a method by [`take_tool_attrs`] because its `#[circuit_breaker::tool]` is ours. rmcp's
+/// left on a method by [`take_tool_attrs`] because its `#[agent_circuit_breaker::tool]` is ours. rmcp's
 /// `#[tool_router]` claims every attribute whose last segment is `tool`.
 pub fn is_foreign_tool_attr(attr: &Attribute) -> bool {
     attr.path()

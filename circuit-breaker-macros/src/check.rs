@@ -16,7 +16,7 @@ use crate::suggest::suggest;
 /// The toolbox once checked: everything expansion needs, resolved.
 pub struct Checked<'a> {
     pub toolbox: &'a Toolbox,
-    /// The runtime crate: `crate = path` or `::circuit_breaker`.
+    /// The runtime crate: `crate = path` or `::agent_circuit_breaker`.
     pub krate: Path,
     /// The self type's name, for the enum and the handle.
     pub base: Ident,
@@ -244,7 +244,7 @@ pub fn check<'a>(toolbox: &'a Toolbox, errors: &mut Accumulator) -> Option<Check
             .args
             .krate
             .clone()
-            .unwrap_or_else(|| syn::parse_quote!(::circuit_breaker)),
+            .unwrap_or_else(|| syn::parse_quote!(::agent_circuit_breaker)),
         base,
         policy,
         tools,

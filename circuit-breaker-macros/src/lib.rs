@@ -31,7 +31,7 @@ mod suggest;
 /// tool around its breaker. rmcp's `#[tool_router]` on the impl (above or below `#[toolbox]`:
 /// it claims every attribute whose last segment is `tool`), rmcp's `#[tool]` stacked on a tool,
 /// and a `ToolRouter` fn of the impl that routes a tool are compile errors. Serve the toolbox
-/// with `circuit_breaker::mcp::McpServer`, or keep rmcp's `#[tool]` methods in a
+/// with `agent_circuit_breaker::mcp::McpServer`, or keep rmcp's `#[tool]` methods in a
 /// `#[tool_router]` impl of another type whose methods call the guarded handle
 /// (`tests/ui/pass/rmcp-tool-router-beside-toolbox.rs`).
 #[proc_macro_attribute]

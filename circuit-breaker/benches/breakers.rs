@@ -110,9 +110,9 @@
 //!   span check when nobody listens = `t(healthy/circuit-breaker #[toolbox] method)` of this
 //!   commit over the same row of the commit before the spans (e4ea49e), run in one sitting.
 //!
-//! Run with `cargo bench -p circuit-breaker --bench breakers` (one group: `... -- failure`;
+//! Run with `cargo bench -p agent-circuit-breaker --bench breakers` (one group: `... -- failure`;
 //! quick: `... -- failure --warm-up-time 0.2 --measurement-time 0.5`; the telemetry rows that
-//! use OpenTelemetry need `--features otel`: `cargo bench -p circuit-breaker --bench breakers
+//! use OpenTelemetry need `--features otel`: `cargo bench -p agent-circuit-breaker --bench breakers
 //! --features otel -- telemetry`); `BENCHMARKS.md` has the runs. The allocation targets that
 //! are absolute are also pinned by `tests/hot_path.rs`.
 
@@ -124,7 +124,7 @@ use std::task::{Context, Poll, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use circuit_breaker::{
+use agent_circuit_breaker::{
     CapabilityMap, CircuitState, Decision, Expeditor, Policy, ToolSpec, expeditor::ToolId,
     policy::ProbeUnit, toolbox,
 };
@@ -293,8 +293,8 @@ fn service_expeditor() -> (Expeditor, ToolId) {
 }
 
 fn expeditor_with(configure: fn(Policy) -> Policy) -> (Expeditor, ToolId) {
-    let map = circuit_breaker::CapabilityMap::new().tool(
-        circuit_breaker::ToolSpec::new("work")
+    let map = agent_circuit_breaker::CapabilityMap::new().tool(
+        agent_circuit_breaker::ToolSpec::new("work")
             .provides("a cheap computation")
             .fallback("do it by hand"),
     );
@@ -302,7 +302,7 @@ fn expeditor_with(configure: fn(Policy) -> Policy) -> (Expeditor, ToolId) {
         .threshold(3)
         .budget(1_000_000)
         .probe_every(1_000)
-        .probe_unit(circuit_breaker::policy::ProbeUnit::Steps)
+        .probe_unit(agent_circuit_breaker::policy::ProbeUnit::Steps)
         .build()
         .expect("valid policy");
     let expeditor = Expeditor::builder(map)
@@ -855,7 +855,7 @@ fn step_contended(c: &mut Criterion) {
 /// wall clock (`clock/system clock now`), the state table's "Last Success". The steps cases
 /// pay it once per step and tool.
 fn clock(c: &mut Criterion) {
-    use circuit_breaker::clock::{SystemClock, WallClock};
+    use agent_circuit_breaker::clock::{SystemClock, WallClock};
     let mut group = c.benchmark_group("clock");
     let clock = SystemClock;
     group.bench_function("system clock now", |b| {
@@ -867,19 +867,19 @@ fn clock(c: &mut Criterion) {
 /// A store that is attached and does nothing: the expeditor's side of sharing, without I/O.
 struct InertStore;
 
-impl circuit_breaker::expeditor::FleetStore for InertStore {
+impl agent_circuit_breaker::expeditor::FleetStore for InertStore {
     fn name(&self) -> String {
         "inert".to_owned()
     }
-    fn attach(&self, _link: circuit_breaker::expeditor::FleetLink) {}
-    fn share(&self, _transitions: &[circuit_breaker::fleet::SharedTransition]) {}
+    fn attach(&self, _link: agent_circuit_breaker::expeditor::FleetLink) {}
+    fn share(&self, _transitions: &[agent_circuit_breaker::fleet::SharedTransition]) {}
 }
 
 /// The `work` expeditor of [`expeditor`] with a fleet store attached.
-fn expeditor_with_fleet(store: impl circuit_breaker::expeditor::FleetStore) -> (Expeditor, ToolId) {
+fn expeditor_with_fleet(store: impl agent_circuit_breaker::expeditor::FleetStore) -> (Expeditor, ToolId) {
     let (plain, _) = expeditor();
-    let map = circuit_breaker::CapabilityMap::new().tool(
-        circuit_breaker::ToolSpec::new("work")
+    let map = agent_circuit_breaker::CapabilityMap::new().tool(
+        agent_circuit_breaker::ToolSpec::new("work")
             .provides("a cheap computation")
             .fallback("do it by hand"),
     );
@@ -921,7 +921,7 @@ fn fleet(c: &mut Criterion) {
             .expect("a runtime");
         let store = runtime
             .block_on(async {
-                circuit_breaker::redis::RedisFleet::connect(url.as_str(), "bench")
+                agent_circuit_breaker::redis::RedisFleet::connect(url.as_str(), "bench")
                     .worker("bench")
                     .poll_interval(Duration::from_millis(100))
                     .await
@@ -948,7 +948,7 @@ fn fleet(c: &mut Criterion) {
 /// The generated method on an OPEN tool (issue 14's refusal row): a toolbox whose tool
 /// always fails, probes counted in steps and no step taken, so it stays OPEN.
 mod refusing {
-    use circuit_breaker::toolbox;
+    use agent_circuit_breaker::toolbox;
 
     pub struct Broken;
 
@@ -984,7 +984,7 @@ mod refusing {
 /// The JSON dispatcher (issue 14, last target): `#[toolbox(json)]` with four tools, `work`
 /// the last arm of the generated match on the name.
 mod json_tools {
-    use circuit_breaker::toolbox;
+    use agent_circuit_breaker::toolbox;
 
     pub struct Tools;
 
@@ -1055,7 +1055,7 @@ fn failing_expeditor() -> (Expeditor, ToolId) {
 
 /// decide + the tool's error + `ticket.failure(message)`: the failure path on a CLOSED tool.
 #[inline]
-fn guarded_failure<M: Into<circuit_breaker::Failure>>(
+fn guarded_failure<M: Into<agent_circuit_breaker::Failure>>(
     expeditor: &Expeditor,
     id: ToolId,
     x: u64,
@@ -1082,7 +1082,7 @@ const FAILURE_CHUNK: u64 = 10_000;
 
 /// Times `iters` failures on CLOSED tools: a fresh expeditor (built and dropped untimed) for
 /// every [`FAILURE_CHUNK`] failures, so the breaker stays CLOSED and memory stays bounded.
-fn time_failures<M: Into<circuit_breaker::Failure>>(
+fn time_failures<M: Into<agent_circuit_breaker::Failure>>(
     iters: u64,
     message: impl Fn(u64) -> M,
 ) -> Duration {
@@ -1411,7 +1411,7 @@ fn json(c: &mut Criterion) {
         b.iter(|| {
             let args: WorkArgs =
                 serde_json::from_value(black_box(&arguments).clone()).expect("valid arguments");
-            black_box(circuit_breaker::dispatch::Reply::from_call(
+            black_box(agent_circuit_breaker::dispatch::Reply::from_call(
                 guarded.expeditor(),
                 "work",
                 guarded.work(args.x),
@@ -1424,7 +1424,7 @@ fn json(c: &mut Criterion) {
 /// Issue 15's failing toolbox: `work` always fails and stays CLOSED (threshold and budget
 /// 1,000,000; a fresh toolbox per [`FAILURE_CHUNK`] failures, as in `failure`).
 mod failing {
-    use circuit_breaker::toolbox;
+    use agent_circuit_breaker::toolbox;
 
     pub struct Failing;
 
@@ -1447,7 +1447,7 @@ mod failing {
 mod spinning {
     use std::time::{Duration, Instant};
 
-    use circuit_breaker::toolbox;
+    use agent_circuit_breaker::toolbox;
 
     pub struct Spinning;
 
@@ -1622,7 +1622,7 @@ fn install(setup: Setup, expeditors: &[&Expeditor]) -> Option<Installed> {
                 .with_interval(Duration::from_secs(3_600))
                 .build();
             let meter_provider = SdkMeterProvider::builder().with_reader(reader).build();
-            let telemetry = circuit_breaker::otel::Telemetry::new(&meter_provider.meter("bench"));
+            let telemetry = agent_circuit_breaker::otel::Telemetry::new(&meter_provider.meter("bench"));
             for expeditor in expeditors {
                 telemetry.observe(expeditor);
             }

@@ -113,7 +113,7 @@ def hand_struct(i: int) -> str:
 
 def source(variant: str, tools: int, edit: int) -> str:
     edited = tools // 2
-    head = "use circuit_breaker::toolbox;\n\n" if annotated(variant) else ""
+    head = "use agent_circuit_breaker::toolbox;\n\n" if annotated(variant) else ""
     attr = {"toolbox": "#[toolbox]\n", "toolbox+hand": "#[toolbox]\n",
             "json": "#[toolbox(json)]\n"}.get(variant, "")
     methods = "".join(tool(i, variant, edited, edit) for i in range(tools))

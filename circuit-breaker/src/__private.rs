@@ -351,7 +351,7 @@ impl<T> NotDated for DateOf<'_, T> {
 
 /// What a `precheck = f` returns: an [`Availability`], through any alias.
 #[diagnostic::on_unimplemented(
-    message = "a precheck must return `circuit_breaker::Availability`, found `{Self}`",
+    message = "a precheck must return `agent_circuit_breaker::Availability`, found `{Self}`",
     label = "this is not an `Availability`"
 )]
 pub trait IntoAvailability {

@@ -52,7 +52,7 @@ pub use crate::id::{ToolId, ToolName};
 /// every transition take the lock.
 ///
 /// ```
-/// use circuit_breaker::{CapabilityMap, Decision, Expeditor, ToolSpec};
+/// use agent_circuit_breaker::{CapabilityMap, Decision, Expeditor, ToolSpec};
 ///
 /// let map = CapabilityMap::new().tool(
 ///     ToolSpec::new("Bash")
@@ -66,7 +66,7 @@ pub use crate::id::{ToolId, ToolName};
 ///     Decision::Skip(skip) => println!("{}", skip.for_model()),
 ///     Decision::Pause(pause) => println!("{}", pause.for_model()),
 /// }
-/// # Ok::<(), circuit_breaker::capability::MapErrors>(())
+/// # Ok::<(), agent_circuit_breaker::capability::MapErrors>(())
 /// ```
 ///
 /// A clone is the same expeditor (one state, shared): clone it to hand it to another task.

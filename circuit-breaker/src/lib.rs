@@ -62,7 +62,7 @@ pub mod telemetry;
 mod timer;
 pub mod toolbox;
 
-pub use circuit_breaker_macros::{tool, toolbox};
+pub use agent_circuit_breaker_macros::{tool, toolbox};
 
 pub use breaker::CircuitState;
 pub use capability::{AlternativeSpec, CapabilityMap, Degradation, ServerSpec, ToolSpec};

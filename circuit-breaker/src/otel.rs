@@ -36,8 +36,8 @@
 //! as a test would use them.
 //!
 //! ```
-//! use circuit_breaker::otel::{Telemetry, metric};
-//! use circuit_breaker::{CapabilityMap, Decision, Expeditor, ToolSpec};
+//! use agent_circuit_breaker::otel::{Telemetry, metric};
+//! use agent_circuit_breaker::{CapabilityMap, Decision, Expeditor, ToolSpec};
 //! use opentelemetry::metrics::MeterProvider as _;
 //! use opentelemetry::trace::TracerProvider as _;
 //! use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
@@ -70,7 +70,7 @@
 //!
 //! tracing::subscriber::with_default(subscriber, || {
 //!     // What a guarded call does (the code `#[toolbox]` generates does it for you).
-//!     let span = circuit_breaker::telemetry::execute_tool("bash");
+//!     let span = agent_circuit_breaker::telemetry::execute_tool("bash");
 //!     let _entered = span.enter();
 //!     if let Decision::Call(ticket) = expeditor.decide(expeditor.tool("bash").unwrap()) {
 //!         ticket.success();
@@ -88,7 +88,7 @@
 //! assert!(names.contains(&metric::DURATION), "{names:?}");
 //! assert!(names.contains(&metric::CIRCUIT_STATE), "{names:?}");
 //! assert_eq!(spans.get_finished_spans().unwrap()[0].name, "execute_tool bash");
-//! # Ok::<(), circuit_breaker::capability::MapErrors>(())
+//! # Ok::<(), agent_circuit_breaker::capability::MapErrors>(())
 //! ```
 //!
 //! # Cost
@@ -409,7 +409,7 @@ fn is_ours(metadata: &Metadata<'_>) -> bool {
     is_our_target(metadata.target()) && *metadata.level() <= tracing::Level::INFO
 }
 
-/// `circuit_breaker` or one of its modules (`circuit_breaker::mcp`), not a crate whose name
+/// `circuit_breaker` or one of its modules (`agent_circuit_breaker::mcp`), not a crate whose name
 /// starts the same.
 fn is_our_target(target: &str) -> bool {
     target == TARGET

@@ -48,7 +48,7 @@ pub enum ProbeUnit {
 /// Threshold, budget and probe interval, validated (R2.2).
 ///
 /// ```
-/// use circuit_breaker::Policy;
+/// use agent_circuit_breaker::Policy;
 /// let policy = Policy::default();
 /// assert_eq!((policy.threshold(), policy.budget(), policy.probe_every()), (3, 5, 3));
 /// assert!(Policy::builder().threshold(0).budget(0).build().is_err());
@@ -177,7 +177,7 @@ impl Policy {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use circuit_breaker::Policy;
+    /// use agent_circuit_breaker::Policy;
     /// let service = Policy::default().for_service();
     /// assert_eq!(service.cool_down(), Some(Duration::from_secs(5)));
     /// assert_eq!(service.budget_window(), Some(Duration::from_secs(60)));

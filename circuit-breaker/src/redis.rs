@@ -2,9 +2,9 @@
 //! that attaches a [`RedisFleet`] on the same namespace.
 //!
 //! ```no_run
-//! # async fn run(map: circuit_breaker::CapabilityMap) -> Result<(), Box<dyn std::error::Error>> {
-//! use circuit_breaker::Expeditor;
-//! use circuit_breaker::redis::RedisFleet;
+//! # async fn run(map: agent_circuit_breaker::CapabilityMap) -> Result<(), Box<dyn std::error::Error>> {
+//! use agent_circuit_breaker::Expeditor;
+//! use agent_circuit_breaker::redis::RedisFleet;
 //!
 //! let fleet = RedisFleet::connect("redis://127.0.0.1:6379", "agents")
 //!     .worker("w-1")

@@ -32,8 +32,8 @@
 //! as [`Reply::meta`] names them (`open`, `paused`, …; `failed`, `model_mistake`).
 //!
 //! ```no_run
-//! use circuit_breaker::dispatch::ToolDispatch;
-//! use circuit_breaker::rig::RigTools;
+//! use agent_circuit_breaker::dispatch::ToolDispatch;
+//! use agent_circuit_breaker::rig::RigTools;
 //! use rig_agent::{Agent, AgentBuilder, core::{DynModel, operation::Completion}, tool::ToolSet};
 //!
 //! fn agent(model: DynModel<Completion>, guarded: impl ToolDispatch + 'static) -> Agent {

@@ -39,13 +39,13 @@ pub struct SubTask {
 /// A task split into numbered sub-tasks (numbered from 1, in the order added).
 ///
 /// ```
-/// use circuit_breaker::Task;
+/// use agent_circuit_breaker::Task;
 /// let mut task = Task::new()
 ///     .subtask("Read configuration files", ["Read"])
 ///     .subtask("Run test suite", ["Bash"]);
 /// task.done(1)?;
 /// task.failed(2, "Bash circuit OPEN")?;
-/// # Ok::<(), circuit_breaker::scope::ScopeError>(())
+/// # Ok::<(), agent_circuit_breaker::scope::ScopeError>(())
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Task {

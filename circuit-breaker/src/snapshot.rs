@@ -16,7 +16,7 @@ use crate::capability::{MapErrors, ToolSpec};
 use crate::cascade::SystemicEvent;
 
 /// The format tag every snapshot carries.
-pub const SNAPSHOT_FORMAT: &str = "circuit-breaker/snapshot";
+pub const SNAPSHOT_FORMAT: &str = "agent-circuit-breaker/snapshot";
 /// The snapshot version this crate writes and reads.
 pub const SNAPSHOT_VERSION: u32 = 1;
 

@@ -37,7 +37,7 @@
 //! it; the call then records into that span instead of opening a second one:
 //!
 //! ```
-//! # use circuit_breaker::toolbox;
+//! # use agent_circuit_breaker::toolbox;
 //! # struct Tools;
 //! # #[toolbox]
 //! # impl Tools {
@@ -45,7 +45,7 @@
 //! #     fn hello(&self) -> Result<String, std::io::Error> { Ok("hello".into()) }
 //! # }
 //! let guarded = GuardedTools::new(Tools);
-//! let span = circuit_breaker::telemetry::execute_tool("hello");
+//! let span = agent_circuit_breaker::telemetry::execute_tool("hello");
 //! span.record("gen_ai.tool.call.id", "call_7");
 //! let answer = span.in_scope(|| guarded.hello());
 //! assert_eq!(answer.unwrap().value, "hello");

@@ -8,14 +8,14 @@
 //! - the budget is never exceeded (R7);
 //! - no tool is left HALF-OPEN with its slot taken after a probe ticket was dropped.
 //!
-//! Run: `RUSTFLAGS="--cfg shuttle" cargo test -p circuit-breaker --test shuttle_tickets --release`
+//! Run: `RUSTFLAGS="--cfg shuttle" cargo test -p agent-circuit-breaker --test shuttle_tickets --release`
 //! (CI does, in its own target directory). The numbers of interleavings explored are the
 //! `ITERATIONS` constants below.
 #![cfg(shuttle)]
 
 use std::sync::Arc;
 
-use circuit_breaker::{
+use agent_circuit_breaker::{
     CapabilityMap, CircuitState, Decision, Expeditor, Policy, ToolSpec, expeditor::ToolId,
 };
 use shuttle::sync::atomic::{AtomicUsize, Ordering};
@@ -135,7 +135,7 @@ fn scenario(outcomes: [Outcome; 3], budget: u32) {
     if expeditor.paused().is_none() {
         let next = expeditor.decide(bash);
         assert!(
-            !matches!(&next, Decision::Skip(s) if s.reason() == circuit_breaker::SkipReason::ProbeInFlight),
+            !matches!(&next, Decision::Skip(s) if s.reason() == agent_circuit_breaker::SkipReason::ProbeInFlight),
             "a dropped probe left the tool stuck HALF-OPEN"
         );
     }

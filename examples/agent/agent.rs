@@ -13,7 +13,7 @@ use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use circuit_breaker::{
+use agent_circuit_breaker::{
     CallError, CircuitState, Expeditor, PauseReason, Routed, SkipReason, Task,
     clock::Timestamp,
     event::Event,

@@ -36,7 +36,7 @@ mod workspace;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use circuit_breaker::{Expeditor, event::Event};
+use agent_circuit_breaker::{Expeditor, event::Event};
 
 impl agent::Watcher for watch::Console {
     fn attach(&self, expeditor: &Expeditor) {

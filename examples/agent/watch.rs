@@ -36,7 +36,7 @@ use std::fmt::Write as _;
 use std::io::{self, IsTerminal, Write};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use circuit_breaker::{CircuitState, Expeditor, PauseReason, report::BudgetStatus};
+use agent_circuit_breaker::{CircuitState, Expeditor, PauseReason, report::BudgetStatus};
 
 /// Where and how the panel is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,7 +20,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 use regex::Regex;
 
 use crate::faults::{Faults, XorShift};

@@ -29,8 +29,8 @@ use std::net::TcpListener;
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use circuit_breaker::redis::RedisFleet;
-use circuit_breaker::redis::redis;
+use agent_circuit_breaker::redis::RedisFleet;
+use agent_circuit_breaker::redis::redis;
 use serde::{Deserialize, Serialize};
 
 use research::{GuardedResearch, Research};
@@ -314,8 +314,8 @@ async fn worker(args: &[String]) -> Result<(), String> {
     let probes = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
     let counted = std::sync::Arc::clone(&probes);
     let guarded = GuardedResearch::with_expeditor(Research::new(heal_at), |b| {
-        b.fleet(fleet).observer(move |event: &circuit_breaker::event::Event| {
-            if matches!(event, circuit_breaker::event::Event::HalfOpened { tool } if tool == "fetch") {
+        b.fleet(fleet).observer(move |event: &agent_circuit_breaker::event::Event| {
+            if matches!(event, agent_circuit_breaker::event::Event::HalfOpened { tool } if tool == "fetch") {
                 counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
         })

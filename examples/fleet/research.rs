@@ -4,7 +4,7 @@
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use circuit_breaker::{CallError, toolbox};
+use agent_circuit_breaker::{CallError, toolbox};
 
 use crate::{Summary, now_ms};
 

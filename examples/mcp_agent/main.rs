@@ -39,11 +39,11 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use circuit_breaker::dispatch::ToolDispatch;
-use circuit_breaker::event::Event;
-use circuit_breaker::mcp::{McpClient, McpServer};
-use circuit_breaker::policy::ProbeUnit;
-use circuit_breaker::{CapabilityMap, Policy};
+use agent_circuit_breaker::dispatch::ToolDispatch;
+use agent_circuit_breaker::event::Event;
+use agent_circuit_breaker::mcp::{McpClient, McpServer};
+use agent_circuit_breaker::policy::ProbeUnit;
+use agent_circuit_breaker::{CapabilityMap, Policy};
 
 use model::{Model, Turn};
 

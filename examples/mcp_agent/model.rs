@@ -10,7 +10,7 @@
 
 use serde_json::{Value, json};
 
-use circuit_breaker::dispatch::{Reply, ReplyOutcome, ToolDefinition};
+use agent_circuit_breaker::dispatch::{Reply, ReplyOutcome, ToolDefinition};
 
 /// One thing the task needs, and the tools the model knows can give it, best first.
 pub struct Goal {

@@ -10,7 +10,7 @@ use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 
 use crate::faults::Faults;
 

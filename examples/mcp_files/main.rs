@@ -22,7 +22,7 @@ mod files;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use circuit_breaker::mcp::McpServer;
+use agent_circuit_breaker::mcp::McpServer;
 
 use files::{Files, FilesTool, GuardedFiles};
 

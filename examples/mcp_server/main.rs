@@ -28,8 +28,8 @@ use std::process::ExitCode;
 
 use std::time::Duration;
 
-use circuit_breaker::Policy;
-use circuit_breaker::mcp::McpServer;
+use agent_circuit_breaker::Policy;
+use agent_circuit_breaker::mcp::McpServer;
 
 use notes::{GuardedNotebook, Notebook};
 

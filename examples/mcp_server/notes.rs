@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::io;
 use std::sync::Mutex;
 
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 
 /// The notes the tools search and read.
 pub const NOTES: [(&str, &str); 3] = [

@@ -22,7 +22,7 @@ mod web;
 
 use std::process::ExitCode;
 
-use circuit_breaker::mcp::McpServer;
+use agent_circuit_breaker::mcp::McpServer;
 
 use web::{GuardedWeb, Web, WebTool};
 

@@ -4,7 +4,7 @@
 
 use std::io;
 
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 use serde::Serialize;
 
 use crate::faults::Faults;

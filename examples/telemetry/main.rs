@@ -19,8 +19,8 @@ use std::collections::BTreeMap;
 use std::io;
 use std::sync::Mutex;
 
-use circuit_breaker::otel::{Telemetry, metric};
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::otel::{Telemetry, metric};
+use agent_circuit_breaker::toolbox;
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::MeterProvider as _;
 use opentelemetry::trace::{SpanKind, Status, TracerProvider as _};
@@ -98,15 +98,15 @@ impl Workspace {
 fn run(agent: &GuardedWorkspace) -> Vec<String> {
     fn said<T, E: std::fmt::Display>(
         call: &str,
-        result: &Result<circuit_breaker::Routed<T>, circuit_breaker::CallError<E>>,
+        result: &Result<agent_circuit_breaker::Routed<T>, agent_circuit_breaker::CallError<E>>,
     ) -> String {
         match result {
             Ok(routed) if routed.is_degraded() => format!("{call}: answered by a route"),
             Ok(_) => format!("{call}: answered"),
-            Err(circuit_breaker::CallError::Failed { .. }) => format!("{call}: failed"),
-            Err(circuit_breaker::CallError::Rejected { .. }) => format!("{call}: rejected"),
-            Err(circuit_breaker::CallError::TimedOut { .. }) => format!("{call}: timed out"),
-            Err(circuit_breaker::CallError::Refused(_)) => format!("{call}: refused"),
+            Err(agent_circuit_breaker::CallError::Failed { .. }) => format!("{call}: failed"),
+            Err(agent_circuit_breaker::CallError::Rejected { .. }) => format!("{call}: rejected"),
+            Err(agent_circuit_breaker::CallError::TimedOut { .. }) => format!("{call}: timed out"),
+            Err(agent_circuit_breaker::CallError::Refused(_)) => format!("{call}: refused"),
         }
     }
     let tools = agent.toolbox();

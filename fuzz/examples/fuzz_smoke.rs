@@ -151,7 +151,7 @@ const STRINGS: &[&str] = &[
     "high",
     "low",
     "unknown",
-    "circuit-breaker/snapshot",
+    "agent-circuit-breaker/snapshot",
     "1970-01-01T00:00:00Z",
     "9999-12-31T23:59:59.999Z",
     "2026-11-30T07:35:03Z",

@@ -9,7 +9,7 @@
 //!   round-trip through serde; on a valid map every tool opens and its routes end, list each
 //!   alternative at most once and never the tool itself; `discover` of a known spec is a no-op.
 
-use circuit_breaker::{AlternativeSpec, CapabilityMap, CircuitState, Decision, Degradation, Expeditor, Failure, FailureCategory, Policy, Route, ToolSpec, capability::MapErrors, clock::{ManualClock, Timestamp}, expeditor::ToolId, policy::ProbeUnit, snapshot::Snapshot};
+use agent_circuit_breaker::{AlternativeSpec, CapabilityMap, CircuitState, Decision, Degradation, Expeditor, Failure, FailureCategory, Policy, Route, ToolSpec, capability::MapErrors, clock::{ManualClock, Timestamp}, expeditor::ToolId, policy::ProbeUnit, snapshot::Snapshot};
 
 /// What an input came to, for the harness's figures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use circuit_breaker::mcp::rmcp;
+use agent_circuit_breaker::mcp::rmcp;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
 use rmcp::service::{MaybeSendFuture, NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient};

@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use circuit_breaker::{
+use agent_circuit_breaker::{
     AlternativeSpec, CapabilityMap, Decision, Degradation, Expeditor, Failure, Policy, Task,
     ToolSpec,
     capability::ToolSpecBuilder,
@@ -412,9 +412,9 @@ pub fn fleet_map() -> CapabilityMap {
             ToolSpec::new("search")
                 .provides("web search")
                 .alternative(
-                    circuit_breaker::AlternativeSpec::new("fetch")
+                    agent_circuit_breaker::AlternativeSpec::new("fetch")
                         .method("fetch the likely pages")
-                        .degradation(circuit_breaker::Degradation::low("no ranking")),
+                        .degradation(agent_circuit_breaker::Degradation::low("no ranking")),
                 )
                 .fallback("ask the user"),
         )

@@ -5,8 +5,8 @@ impl Index {
     fn lookup(&self, key: u64) -> Result<u64, std::io::Error> {
         Ok(key)
     }
-    fn server_up(&self) -> circuit_breaker::Availability {
-        circuit_breaker::Availability::Available
+    fn server_up(&self) -> agent_circuit_breaker::Availability {
+        agent_circuit_breaker::Availability::Available
     }
 }
 /// The tools of [`Index`]'s `#[toolbox]`, in capability-map order.
@@ -21,16 +21,16 @@ pub enum IndexTool {
 #[allow(private_interfaces)]
 pub struct GuardedIndex {
     toolbox: Index,
-    expeditor: ::circuit_breaker::__private::Expeditor,
-    __cb_stale_search: ::circuit_breaker::__private::StaleCache<
+    expeditor: ::agent_circuit_breaker::__private::Expeditor,
+    __cb_stale_search: ::agent_circuit_breaker::__private::StaleCache<
         <Result<
             Vec<String>,
             std::io::Error,
-        > as ::circuit_breaker::__private::ToolResult>::Ok,
+        > as ::agent_circuit_breaker::__private::ToolResult>::Ok,
     >,
 }
 const _: () = {
-    use ::circuit_breaker as _cb;
+    use ::agent_circuit_breaker as _cb;
     #[allow(unused_imports)]
     use _cb::__private::{
         NotDated as _, ViaClassify as _, ViaDated as _, ViaDisplay as _, ViaError as _,

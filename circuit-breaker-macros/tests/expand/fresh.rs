@@ -16,7 +16,7 @@ impl Index {
         Ok(key)
     }
 
-    fn server_up(&self) -> circuit_breaker::Availability {
-        circuit_breaker::Availability::Available
+    fn server_up(&self) -> agent_circuit_breaker::Availability {
+        agent_circuit_breaker::Availability::Available
     }
 }

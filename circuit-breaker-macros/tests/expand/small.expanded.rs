@@ -27,10 +27,10 @@ pub enum WorkspaceTool {
 #[allow(private_interfaces)]
 pub struct GuardedWorkspace {
     toolbox: Workspace,
-    expeditor: ::circuit_breaker::__private::Expeditor,
+    expeditor: ::agent_circuit_breaker::__private::Expeditor,
 }
 const _: () = {
-    use ::circuit_breaker as _cb;
+    use ::agent_circuit_breaker as _cb;
     #[allow(unused_imports)]
     use _cb::__private::{
         NotDated as _, ViaClassify as _, ViaDated as _, ViaDisplay as _, ViaError as _,

@@ -179,7 +179,7 @@ impl FailureCategory {
     /// (timeout, not found, invalid input, other) never do, under either cascade rule (R9.6).
     ///
     /// ```
-    /// use circuit_breaker::FailureCategory;
+    /// use agent_circuit_breaker::FailureCategory;
     /// assert!(FailureCategory::Network.is_infrastructure());
     /// assert!(!FailureCategory::NotFound.is_infrastructure());
     /// ```
@@ -205,7 +205,7 @@ impl FailureCategory {
     /// command's own answer, [`Other`](Self::Other).
     ///
     /// ```
-    /// use circuit_breaker::FailureCategory;
+    /// use agent_circuit_breaker::FailureCategory;
     /// assert_eq!(FailureCategory::from_exit_code(127), FailureCategory::NotFound);
     /// assert_eq!(FailureCategory::from_exit_code(1), FailureCategory::Other);
     /// ```
@@ -253,7 +253,7 @@ impl FailureCategory {
     /// [`InvalidInput`](Self::InvalidInput); anything else — 429, 500 — [`Other`](Self::Other).
     ///
     /// ```
-    /// use circuit_breaker::FailureCategory;
+    /// use agent_circuit_breaker::FailureCategory;
     /// assert_eq!(FailureCategory::from_http_status(503), FailureCategory::Network);
     /// assert_eq!(FailureCategory::from_http_status(404), FailureCategory::NotFound);
     /// assert_eq!(FailureCategory::from_http_status(422), FailureCategory::InvalidInput);
@@ -281,7 +281,7 @@ impl FailureCategory {
     /// anything else is [`Other`](Self::Other).
     ///
     /// ```
-    /// use circuit_breaker::FailureCategory;
+    /// use agent_circuit_breaker::FailureCategory;
     /// assert_eq!(FailureCategory::from_message("connection refused"), FailureCategory::Network);
     /// assert_eq!(FailureCategory::from_message("timeout after 120s"), FailureCategory::Timeout);
     /// assert_eq!(FailureCategory::from_message("command not found"), FailureCategory::NotFound);
@@ -454,7 +454,7 @@ impl fmt::Display for FailureCategory {
 /// `#[tool]` macro use it before anything else.
 ///
 /// ```
-/// use circuit_breaker::{Classify, Failure, FailureCategory};
+/// use agent_circuit_breaker::{Classify, Failure, FailureCategory};
 ///
 /// struct ApiError { status: u16 }
 /// impl std::fmt::Display for ApiError {
@@ -475,7 +475,7 @@ impl fmt::Display for FailureCategory {
 /// a failure is answered and counted as the model's mistake, never charged to the tool (B14).
 ///
 /// ```
-/// use circuit_breaker::{Blame, Classify, Failure, FailureCategory};
+/// use agent_circuit_breaker::{Blame, Classify, Failure, FailureCategory};
 ///
 /// #[derive(Debug)]
 /// enum CalcError { DivisionByZero, Overflow }
@@ -760,7 +760,7 @@ impl Failure {
     /// deadline timeout, any other code the command's own).
     ///
     /// ```
-    /// use circuit_breaker::{Failure, FailureCategory};
+    /// use agent_circuit_breaker::{Failure, FailureCategory};
     /// # #[cfg(unix)] {
     /// let status = std::process::Command::new("sh").args(["-c", "exit 127"]).status().unwrap();
     /// let failure = Failure::with_exit_status("bash: rgx: command not found", status);
@@ -782,7 +782,7 @@ impl Failure {
     /// timeout, 404 not found, 400/422 and the rest other).
     ///
     /// ```
-    /// use circuit_breaker::{Failure, FailureCategory};
+    /// use agent_circuit_breaker::{Failure, FailureCategory};
     /// let failure = Failure::with_http_status("GET /search: 404 Not Found", 404);
     /// assert_eq!(failure.category(), FailureCategory::NotFound);
     /// assert!(!failure.category().is_infrastructure());
@@ -840,7 +840,7 @@ impl Failure {
     /// the tool or the budget.
     ///
     /// ```
-    /// use circuit_breaker::{Blame, Failure, FailureCategory};
+    /// use agent_circuit_breaker::{Blame, Failure, FailureCategory};
     /// let failure = Failure::caller("/tmp/x.txt was not found");
     /// assert_eq!(failure.blame(), Blame::Caller);
     /// assert_eq!(failure.category(), FailureCategory::NotFound);

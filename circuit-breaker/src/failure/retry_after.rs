@@ -10,8 +10,8 @@ use std::time::Duration;
 ///
 /// ```
 /// use std::time::Duration;
-/// use circuit_breaker::clock::Timestamp;
-/// use circuit_breaker::failure::parse_retry_after;
+/// use agent_circuit_breaker::clock::Timestamp;
+/// use agent_circuit_breaker::failure::parse_retry_after;
 /// let now = Timestamp::parse("2015-10-21T07:27:00Z").unwrap();
 /// assert_eq!(parse_retry_after("120", now), Some(Duration::from_secs(120)));
 /// assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now), Some(Duration::from_secs(60)));

@@ -1572,8 +1572,8 @@ impl McpClientBuilder {
     /// reconnect spawns it again. [`McpClient::process_id`] gives its pid.
     ///
     /// ```no_run
-    /// # async fn demo() -> Result<(), circuit_breaker::mcp::McpClientError> {
-    /// use circuit_breaker::mcp::McpClient;
+    /// # async fn demo() -> Result<(), agent_circuit_breaker::mcp::McpClientError> {
+    /// use agent_circuit_breaker::mcp::McpClient;
     /// use std::process::Command;
     ///
     /// let tools = McpClient::builder()
@@ -1611,8 +1611,8 @@ impl McpClientBuilder {
     /// end of `tokio::io::duplex` (an in-process server), a streamable-HTTP client.
     ///
     /// ```no_run
-    /// # async fn demo() -> Result<(), circuit_breaker::mcp::McpClientError> {
-    /// use circuit_breaker::mcp::McpClient;
+    /// # async fn demo() -> Result<(), agent_circuit_breaker::mcp::McpClientError> {
+    /// use agent_circuit_breaker::mcp::McpClient;
     ///
     /// let tools = McpClient::builder()
     ///     .connect("search", || async {
@@ -1672,8 +1672,8 @@ impl McpClientBuilder {
     /// Anything else of the expeditor: its clock, its observers.
     ///
     /// ```no_run
-    /// # fn demo(builder: circuit_breaker::mcp::McpClientBuilder) {
-    /// let builder = builder.expeditor(|b| b.observer(|event: &circuit_breaker::event::Event| {
+    /// # fn demo(builder: agent_circuit_breaker::mcp::McpClientBuilder) {
+    /// let builder = builder.expeditor(|b| b.observer(|event: &agent_circuit_breaker::event::Event| {
     ///     eprintln!("{event}");
     /// }));
     /// # }

@@ -35,10 +35,10 @@
 //! ticket is dropped, which the expeditor records as a cancellation, never as a failure.
 //!
 //! ```no_run
-//! use circuit_breaker::dispatch::ToolDispatch;
-//! use circuit_breaker::mcp::McpServer;
+//! use agent_circuit_breaker::dispatch::ToolDispatch;
+//! use agent_circuit_breaker::mcp::McpServer;
 //!
-//! async fn serve(guarded: impl ToolDispatch + 'static) -> Result<(), circuit_breaker::mcp::rmcp::RmcpError> {
+//! async fn serve(guarded: impl ToolDispatch + 'static) -> Result<(), agent_circuit_breaker::mcp::rmcp::RmcpError> {
 //!     McpServer::new(guarded).serve_stdio().await?;
 //!     Ok(())
 //! }
@@ -56,9 +56,9 @@
 //! to the rig adapter. The glue:
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), circuit_breaker::mcp::McpClientError> {
-//! use circuit_breaker::dispatch::ToolDispatch;
-//! use circuit_breaker::mcp::McpClient;
+//! # async fn demo() -> Result<(), agent_circuit_breaker::mcp::McpClientError> {
+//! use agent_circuit_breaker::dispatch::ToolDispatch;
+//! use agent_circuit_breaker::mcp::McpClient;
 //! use std::process::Command;
 //!
 //! let tools = McpClient::builder()
