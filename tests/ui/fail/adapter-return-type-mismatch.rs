@@ -2,7 +2,7 @@
 // raw output of `bash`, not `grep`'s hits.
 use std::io;
 
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 
 struct Workspace;
 

@@ -3,7 +3,7 @@
 // `&self` tool), that is an error at the adapter: the check is never skipped silently.
 use std::io;
 
-use circuit_breaker::{Availability, toolbox};
+use agent_circuit_breaker::{Availability, toolbox};
 
 struct Workspace;
 

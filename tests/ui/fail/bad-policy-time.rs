@@ -1,6 +1,6 @@
 use std::io;
 
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 
 // B13, B14: the policy's durations are humantime strings from 1ms to a year, the cap at least
 // the cool-down; the mistake limit at least 1; a misspelt key gets a suggestion.

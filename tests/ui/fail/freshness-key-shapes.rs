@@ -2,7 +2,7 @@
 // misspelt one gets a suggestion; `precheck` names one method of the impl.
 use std::io;
 
-use circuit_breaker::{Availability, toolbox};
+use agent_circuit_breaker::{Availability, toolbox};
 
 struct Index;
 

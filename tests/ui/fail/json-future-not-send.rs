@@ -3,7 +3,7 @@
 use std::io;
 use std::rc::Rc;
 
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 
 struct Web;
 

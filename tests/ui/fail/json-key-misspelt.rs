@@ -2,7 +2,7 @@
 // not taken.
 use std::io;
 
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 
 struct Web;
 

@@ -2,7 +2,7 @@
 // is an error at that type.
 use std::io;
 
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 
 struct Query {
     text: String,

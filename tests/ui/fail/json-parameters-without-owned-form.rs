@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::fmt::Display;
 use std::io;
 
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 
 struct Store<T>(Vec<T>);
 

@@ -3,7 +3,7 @@
 // its `call(name, arguments)`.
 use std::io;
 
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 
 struct Counter(u32);
 

@@ -3,7 +3,7 @@
 use std::cell::Cell;
 use std::io;
 
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 
 struct Counter {
     calls: Cell<u32>,

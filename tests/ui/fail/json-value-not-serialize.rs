@@ -1,6 +1,6 @@
 // With `json`, what a tool answers must serialize: one error at the tool's return type.
 // (That its error displays is asked of every toolbox, `json` or not.)
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 
 struct Opaque;
 

@@ -1,7 +1,7 @@
 // Unrelated mistakes across a toolbox: every one is reported in the same compile.
 use std::io;
 
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 
 struct Workspace;
 

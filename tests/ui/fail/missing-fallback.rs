@@ -1,6 +1,6 @@
 use std::io;
 
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 
 struct Workspace;
 

@@ -1,7 +1,7 @@
 // An async pre-call check needs an async tool: the sync handle cannot await it.
 use std::io;
 
-use circuit_breaker::{Availability, toolbox};
+use agent_circuit_breaker::{Availability, toolbox};
 
 struct Index;
 

@@ -1,7 +1,7 @@
-// A pre-call check returns `circuit_breaker::Availability`, not a bool.
+// A pre-call check returns `agent_circuit_breaker::Availability`, not a bool.
 use std::io;
 
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 
 struct Index;
 

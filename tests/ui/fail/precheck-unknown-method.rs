@@ -1,7 +1,7 @@
 // `precheck` names a method of the impl block; a misspelt name gets a suggestion.
 use std::io;
 
-use circuit_breaker::{Availability, toolbox};
+use agent_circuit_breaker::{Availability, toolbox};
 
 struct Index;
 

@@ -1,7 +1,7 @@
 // A pre-call check takes nothing but the receiver: the handle has nothing to pass it.
 use std::io;
 
-use circuit_breaker::{Availability, toolbox};
+use agent_circuit_breaker::{Availability, toolbox};
 
 struct Index;
 

@@ -2,14 +2,14 @@
 // imported), a plain `#[tool]` there is ours: one error at rmcp's key, saying so (before:
 // "Unknown field: `description`"). Written `#[rmcp::tool]`, it is passed through untouched
 // and expanded by rmcp (`hello_tool_attr()` exists): `hello` is no tool of the toolbox.
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 use rmcp::tool;
 
 struct Notes;
 
 #[toolbox]
 impl Notes {
-    #[circuit_breaker::tool(provides = "word counting", fallback = "count the words by hand")]
+    #[agent_circuit_breaker::tool(provides = "word counting", fallback = "count the words by hand")]
     fn count_words(&self) -> Result<String, String> {
         Ok("0".to_owned())
     }

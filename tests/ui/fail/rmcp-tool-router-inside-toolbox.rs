@@ -1,7 +1,7 @@
 // rmcp's `#[tool_router]` below `#[toolbox]`, as it reaches `#[toolbox]`: its router would be
 // built from the impl `#[toolbox]` emits and call the methods directly. One error, at it
 // (before: rmcp's "found no `#[tool]` fn" and a missing `count_words`).
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 
 struct Notes;
 

@@ -1,7 +1,7 @@
 // rmcp's `#[tool_router]` above `#[toolbox]` runs first and takes our `#[tool(..)]` for its own
 // (it claims every attribute whose last segment is `tool`): its `tool_router()` would route
 // `count_words` to the raw method. One error, at `#[tool_router]`; rmcp's own tool is kept.
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 use rmcp::tool_router;
 
 struct Notes;

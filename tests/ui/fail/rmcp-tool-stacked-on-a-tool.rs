@@ -1,8 +1,8 @@
 // rmcp's `#[tool]` on one of our tools, without a router: it would register the raw method
 // (`count_words_tool_attr()`) for any `ToolRouter` built by hand. Both spellings: qualified
 // `#[rmcp::tool]` beside our plain `#[tool(..)]`, and rmcp's plain `#[tool]` beside our
-// qualified `#[circuit_breaker::tool(..)]`. Both compiled before.
-use circuit_breaker::toolbox;
+// qualified `#[agent_circuit_breaker::tool(..)]`. Both compiled before.
+use agent_circuit_breaker::toolbox;
 use rmcp::tool;
 
 struct Notes;
@@ -16,7 +16,7 @@ impl Notes {
     }
 
     #[tool]
-    #[circuit_breaker::tool(provides = "line counting", fallback = "count the lines by hand")]
+    #[agent_circuit_breaker::tool(provides = "line counting", fallback = "count the lines by hand")]
     fn count_lines(&self) -> Result<String, String> {
         Ok("0".to_owned())
     }

@@ -1,7 +1,7 @@
 // The obvious way, which compiled before into an rmcp router calling the raw method: rmcp's
 // `#[tool]` stacked on one of our tools, rmcp's `#[tool_router]` on the impl below
 // `#[toolbox]`. Now an error at each.
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 
 struct Notes;
 

@@ -2,7 +2,7 @@
 // declares no `Edit` tool.
 use std::io;
 
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 
 struct Workspace;
 

@@ -3,7 +3,7 @@
 // with the way out (rename the method, keep the tool's name).
 use std::io;
 
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 
 struct Workspace;
 

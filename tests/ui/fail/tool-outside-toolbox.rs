@@ -1,6 +1,6 @@
 use std::io;
 
-use circuit_breaker::tool;
+use agent_circuit_breaker::tool;
 
 struct Workspace;
 

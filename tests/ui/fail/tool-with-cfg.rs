@@ -3,7 +3,7 @@
 // it is an error at the `cfg`.
 use std::io;
 
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 
 struct Workspace;
 

@@ -1,4 +1,4 @@
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 
 #[toolbox]
 #[derive(Default)]

@@ -3,7 +3,7 @@
 // generating nothing.
 use std::io;
 
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 
 trait Search {}
 

@@ -3,7 +3,7 @@
 // error at its `self`, never silently treated as a function without a receiver.
 use std::io;
 
-use circuit_breaker::{Availability, toolbox};
+use agent_circuit_breaker::{Availability, toolbox};
 
 struct Workspace;
 

@@ -4,7 +4,7 @@ use std::io;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 
 struct Web {
     base: String,

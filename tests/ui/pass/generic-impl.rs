@@ -2,7 +2,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 
 #[derive(Debug)]
 struct Missing(String);

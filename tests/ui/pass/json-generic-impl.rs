@@ -2,8 +2,8 @@
 // `Send + Sync`, and parameter docs are taken off as in any toolbox.
 use std::io;
 
-use circuit_breaker::dispatch::ToolDispatch;
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::dispatch::ToolDispatch;
+use agent_circuit_breaker::toolbox;
 
 struct Store<T> {
     items: Vec<T>,

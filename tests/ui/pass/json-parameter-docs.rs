@@ -4,8 +4,8 @@
 use std::io;
 use std::path::Path;
 
-use circuit_breaker::dispatch::ToolDispatch;
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::dispatch::ToolDispatch;
+use agent_circuit_breaker::toolbox;
 
 type Range = (u32, u32);
 

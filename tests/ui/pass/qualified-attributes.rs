@@ -1,12 +1,12 @@
-// `#[circuit_breaker::tool(..)]`, the form for impl blocks that also carry another framework's
-// `#[tool]`, mixed with the plain form, and `#[circuit_breaker::toolbox]` itself qualified.
+// `#[agent_circuit_breaker::tool(..)]`, the form for impl blocks that also carry another framework's
+// `#[tool]`, mixed with the plain form, and `#[agent_circuit_breaker::toolbox]` itself qualified.
 use std::io;
 
 struct Workspace;
 
-#[circuit_breaker::toolbox]
+#[agent_circuit_breaker::toolbox]
 impl Workspace {
-    #[circuit_breaker::tool(
+    #[agent_circuit_breaker::tool(
         provides = "content search across files",
         alternatives(read(method = "read suspected files directly")),
         fallback = "ask the user which files to examine",
@@ -17,7 +17,7 @@ impl Workspace {
 
     /// A documented tool, with other attributes around the qualified one.
     #[inline]
-    #[circuit_breaker::tool(provides = "file content inspection", fallback = "ask the user to paste file contents")]
+    #[agent_circuit_breaker::tool(provides = "file content inspection", fallback = "ask the user to paste file contents")]
     #[allow(clippy::unnecessary_wraps)]
     fn read(&self, path: &str) -> io::Result<String> {
         Ok(path.to_owned())

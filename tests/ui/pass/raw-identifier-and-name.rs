@@ -1,7 +1,7 @@
 // A tool whose method is a raw identifier (`r#type`), and tools renamed with `name = ".."`.
 use std::io;
 
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 
 struct Terminal;
 

@@ -3,7 +3,7 @@
 use std::cell::Cell;
 use std::io;
 
-use circuit_breaker::{Availability, toolbox};
+use agent_circuit_breaker::{Availability, toolbox};
 
 #[derive(Default)]
 struct Scratch {

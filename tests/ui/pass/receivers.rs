@@ -1,7 +1,7 @@
 // Tools taking `&self`, `&mut self` and no receiver at all.
 use std::io;
 
-use circuit_breaker::toolbox;
+use agent_circuit_breaker::toolbox;
 
 #[derive(Default)]
 struct Notebook {

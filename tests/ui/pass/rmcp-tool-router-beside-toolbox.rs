@@ -1,7 +1,7 @@
 // The composition with rmcp's own `#[tool_router]` that works: rmcp's `#[tool]` methods live
 // in a `#[tool_router]` impl of another type, and call the guarded handle. Every call through
 // rmcp's router is a guarded call: a failure is recorded, an open circuit refuses.
-use circuit_breaker::{CallError, toolbox};
+use agent_circuit_breaker::{CallError, toolbox};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::{ServerHandler, tool, tool_handler, tool_router};
 
@@ -10,7 +10,7 @@ struct Notes;
 #[toolbox(policy(threshold = 2))]
 impl Notes {
     // Ours qualified, in a file where a plain `#[tool]` reads as rmcp's.
-    #[circuit_breaker::tool(provides = "word counting", fallback = "count the words by hand")]
+    #[agent_circuit_breaker::tool(provides = "word counting", fallback = "count the words by hand")]
     fn count_words(&self, text: &str) -> Result<usize, String> {
         if text.is_empty() {
             return Err("nothing to count".to_owned());

@@ -1,7 +1,7 @@
 // The seed's capability map with the `Edit` tool that `Write` names declared, synchronous.
 use std::io;
 
-use circuit_breaker::{toolbox, toolbox::ToolSet};
+use agent_circuit_breaker::{toolbox, toolbox::ToolSet};
 
 #[derive(Default)]
 struct Workspace;
