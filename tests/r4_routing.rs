@@ -290,8 +290,9 @@ fn r4_1_an_alternative_naming_no_tool_can_not_misroute() {
                 .fallback("report the commands"),
         );
     assert!(map.validate().is_err(), "a run-time map is checked");
-    let expeditor =
-        agent_circuit_breaker::__private::expeditor(Expeditor::builder(map).policy(Policy::default()));
+    let expeditor = agent_circuit_breaker::__private::expeditor(
+        Expeditor::builder(map).policy(Policy::default()),
+    );
     let grep = id(&expeditor, "Grep");
     open3(&expeditor, "Grep");
     let Decision::Skip(skip) = expeditor.decide(grep) else {
