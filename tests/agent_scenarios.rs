@@ -7,8 +7,9 @@
 //! differs from run to run is normalised: wall-clock timestamps, the temporary directory,
 //! the search server's port. Nothing else varies: the faults are real but deterministic
 //! (`--flaky` draws from a seeded PRNG). A missing golden file fails; `UPDATE_GOLDEN=1`
-//! (exactly) rewrites the files. `tests/readme_output.rs` ties README.md's real-output block
-//! to `agent_break_bash.txt`: a change here that is intended means a fresh run pasted there.
+//! (exactly) rewrites the files. `tests/readme_output.rs` ties the real-output block of
+//! `docs/transcripts.md` (and README.md's excerpt of it) to `agent_break_bash.txt`: a change
+//! here that is intended means a fresh run pasted there.
 
 #[path = "../examples/agent/agent.rs"]
 mod agent;
