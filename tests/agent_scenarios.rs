@@ -1,4 +1,4 @@
-//! The main job end to end (issue 5): the example agent's scenarios run in-process against
+//! The main job end to end: the example agent's scenarios run in-process against
 //! golden outputs, so the whole story — real tools, real faults, what the agent prints —
 //! cannot regress silently.
 //!
@@ -95,7 +95,7 @@ fn healthy_every_subtask_done() {
 }
 
 #[test]
-fn break_bash_defers_3_and_5_as_in_the_seed() {
+fn break_bash_defers_3_and_5_as_in_the_source_document() {
     let (output, outcome) = run(&["--break", "bash"]);
     assert_eq!(outcome.done, [1, 2, 4, 6]);
     assert_eq!(outcome.deferred, [3, 5]);

@@ -1,4 +1,4 @@
-//! Time in the policy and services that heal by themselves (SPEC B13, B15): cool-downs that
+//! Time in the policy and services that heal by themselves (B13, B15): cool-downs that
 //! back off and jitter, retry-after hints within bounds, budgets that renew in a rolling
 //! window, systemic pauses that lift on a health check or at the end of their cool-down, and
 //! a simulated service running for hours with faults that start and heal at random. Every

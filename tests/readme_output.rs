@@ -415,13 +415,14 @@ fn a_different_golden_fails_with_a_diff() {
 }
 
 #[test]
-fn update_rewrites_except_the_seed_verbatim_files() {
+fn update_rewrites_except_the_source_documents_verbatim_files() {
     let dir = scratch("update");
     let path = dir.join("new.txt");
     assert_eq!(common::compare_golden(&path, "fresh", true, false), Ok(()));
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "fresh\n");
     assert_eq!(common::compare_golden(&path, "fresh", false, false), Ok(()));
-    // A seed file is never written, even when an update is asked for.
+    // A `seed_*` file (copied from the source document) is never written, even when an
+    // update is asked for.
     let seed = dir.join("seed_x.txt");
     assert!(common::compare_golden(&seed, "anything", true, true).is_err());
     assert!(!Path::new(&seed).exists());
