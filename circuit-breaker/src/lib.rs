@@ -196,7 +196,8 @@ pub mod __private;
 pub mod __engine;
 
 /// The Rust examples of the README and of `docs/`, compiled and run as doctests. The paths
-/// stay inside the package: `README.md` and `docs` here are links to the workspace's.
+/// stay inside the package: `circuit-breaker/README.md` and `circuit-breaker/docs` are links
+/// to the workspace's `README.md` and `docs/`.
 #[cfg(doctest)]
 mod doc_examples {
     #[doc = include_str!("../README.md")]
