@@ -1,4 +1,4 @@
-//! The main job end to end (issue 5): the example agent's scenarios run in-process against
+//! The main job end to end: the example agent's scenarios run in-process against
 //! golden outputs, so the whole story — real tools, real faults, what the agent prints —
 //! cannot regress silently.
 //!
@@ -7,8 +7,9 @@
 //! differs from run to run is normalised: wall-clock timestamps, the temporary directory,
 //! the search server's port. Nothing else varies: the faults are real but deterministic
 //! (`--flaky` draws from a seeded PRNG). A missing golden file fails; `UPDATE_GOLDEN=1`
-//! (exactly) rewrites the files. `tests/readme_output.rs` ties README.md's real-output block
-//! to `agent_break_bash.txt`: a change here that is intended means a fresh run pasted there.
+//! (exactly) rewrites the files. `tests/readme_output.rs` ties the real-output block of
+//! `docs/transcripts.md` (and README.md's excerpt of it) to `agent_break_bash.txt`: a change
+//! here that is intended means a fresh run pasted there.
 
 #[path = "../examples/agent/agent.rs"]
 mod agent;
@@ -94,7 +95,7 @@ fn healthy_every_subtask_done() {
 }
 
 #[test]
-fn break_bash_defers_3_and_5_as_in_the_seed() {
+fn break_bash_defers_3_and_5_as_in_the_source_document() {
     let (output, outcome) = run(&["--break", "bash"]);
     assert_eq!(outcome.done, [1, 2, 4, 6]);
     assert_eq!(outcome.deferred, [3, 5]);

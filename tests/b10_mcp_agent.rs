@@ -1,4 +1,4 @@
-//! The agent on MCP end to end (SPEC B10, R9.4, R10.1): `examples/mcp_agent` run as a child
+//! The agent on MCP end to end (B10, R9.4, R10.1): `examples/mcp_agent` run as a child
 //! process, with its two MCP servers as its own child processes over stdio, against golden
 //! transcripts (`tests/golden/mcp_agent_*.txt`; a missing one fails, `UPDATE_GOLDEN=1`
 //! rewrites them). Besides the goldens, each scenario asserts the facts the issue asks for:

@@ -198,7 +198,8 @@ fn serve_in_process<D: ToolDispatch + 'static>(
     })
 }
 
-/// The overlay, in the seed's YAML shape: alternatives across the two servers.
+/// The overlay, in the YAML shape of the source document's capability map: alternatives across the
+/// two servers.
 const OVERLAY: &str = r#"
 capability_map:
   - tool: search_docs

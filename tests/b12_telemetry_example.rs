@@ -1,7 +1,7 @@
 //! B12: `cargo run --example telemetry --features otel` (the spans and metrics the SDK's
 //! in-memory exporters received for a short run) against its golden,
-//! `tests/golden/telemetry_example.txt`; README.md's excerpt of it is tied to the same golden
-//! by `tests/readme_output.rs`. A missing golden fails; `UPDATE_GOLDEN=1` rewrites it.
+//! `tests/golden/telemetry_example.txt`; the excerpt of it in `docs/transcripts.md` is tied to
+//! the same golden by `tests/readme_output.rs`. A missing golden fails; `UPDATE_GOLDEN=1` rewrites it.
 
 #![cfg(feature = "otel")]
 

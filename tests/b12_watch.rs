@@ -203,8 +203,8 @@ fn b12_watch_piped_frames_follow_the_run_between_whole_lines() {
 }
 
 /// The piped `--watch` run, frames and all, as its golden says
-/// (`tests/golden/agent_break_bash_watch.txt`, normalised like every agent golden): README.md's
-/// excerpt of the live view is tied to it by `tests/readme_output.rs`.
+/// (`tests/golden/agent_break_bash_watch.txt`, normalised like every agent golden): the
+/// excerpt of the live view in `docs/transcripts.md` is tied to it by `tests/readme_output.rs`.
 #[test]
 fn b12_watch_piped_run_matches_its_golden() {
     let (stdout, _) = agent(&["--break", "bash", "--watch"]);

@@ -1,4 +1,4 @@
-//! Time in the policy and services that heal by themselves (SPEC B13, B15): cool-downs that
+//! Time in the policy and services that heal by themselves (B13, B15): cool-downs that
 //! back off and jitter, retry-after hints within bounds, budgets that renew in a rolling
 //! window, systemic pauses that lift on a health check or at the end of their cool-down, and
 //! a simulated service running for hours with faults that start and heal at random. Every
@@ -667,8 +667,8 @@ fn b15_a_service_running_for_hours_heals_by_itself() {
 
 /// A real session of the example server's toolbox as a service runs it (its defaults: 5 s
 /// cool-down, 60 s budget window), on a manual clock: what the model is told, what it is
-/// offered, and the events, minute by minute. Pinned by a golden file, and shown in the
-/// README's section "Long-running services" word for word.
+/// offered, and the events, minute by minute. Pinned by a golden file, and shown in
+/// `docs/transcripts.md`'s section "A service that heals by itself" word for word.
 #[cfg(feature = "mcp")]
 #[test]
 fn b15_transcript_of_a_service_that_heals_by_itself() {
@@ -763,12 +763,12 @@ fn b15_transcript_of_a_service_that_heals_by_itself() {
     offer(&say);
     let transcript = lines.lock().unwrap().join("\n");
     common::assert_golden("b15_service_transcript.txt", &transcript);
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-        .expect("README.md");
+    let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/transcripts.md"))
+        .expect("docs/transcripts.md");
     assert!(
-        readme.contains(&transcript),
-        "README.md's \"Long-running services\" shows tests/golden/b15_service_transcript.txt \
-         word for word: paste it in again"
+        page.contains(&format!("```text\n{transcript}\n```")),
+        "docs/transcripts.md's \"A service that heals by itself\" shows \
+         tests/golden/b15_service_transcript.txt word for word: paste it in again"
     );
 }
 

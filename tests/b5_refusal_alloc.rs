@@ -1,4 +1,4 @@
-//! B5 / issue 14: a refusal through a `#[toolbox]` method (the tool's circuit OPEN, its probe
+//! B5: a refusal through a `#[toolbox]` method (the tool's circuit OPEN, its probe
 //! not due, no adapter) allocates nothing until its text is rendered, and the rendered text,
 //! route and serde form are those the expeditor gives for the same skip.
 //!

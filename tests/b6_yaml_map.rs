@@ -1,4 +1,4 @@
-//! B6, R1.4: capability maps loaded at run time in the seed's YAML shape — for tools
+//! B6, R1.4: capability maps loaded at run time in the source document's YAML shape — for tools
 //! discovered at run time, e.g. from an MCP server's manifest.
 
 use agent_circuit_breaker::{
@@ -6,7 +6,7 @@ use agent_circuit_breaker::{
     capability::{MapError, Severity},
 };
 
-/// The seed's capability map, as the seed writes it, plus the Edit tool it names.
+/// The source document's capability map, as it writes it, plus the Edit tool it names.
 const SEED_YAML: &str = r#"
 capability_map:
   - tool: Grep
@@ -61,9 +61,10 @@ const EDIT_YAML: &str = r#"
 "#;
 
 #[test]
-fn b6_the_seeds_yaml_map_loads_and_is_checked() {
-    // As the seed writes it, Write names Edit, which the seed never declares (R1.4).
-    let map: CapabilityMap = serde_yaml_ng::from_str(SEED_YAML).expect("the seed's YAML shape");
+fn b6_the_source_documents_yaml_map_loads_and_is_checked() {
+    // As the source document writes it, Write names Edit, which it never declares (R1.4).
+    let map: CapabilityMap =
+        serde_yaml_ng::from_str(SEED_YAML).expect("the source document's YAML shape");
     assert_eq!(map.tools().len(), 5);
     let errors = map.validate().expect_err("Edit is not declared");
     assert_eq!(

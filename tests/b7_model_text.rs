@@ -9,8 +9,8 @@ use agent_circuit_breaker::{
 };
 use common::{assert_no_retry_invitation, clock, expeditor_with, fail, id, open3, seed_map};
 
-/// The seed's map, WebSearch opening after one failure; probes counted in steps, so asking
-/// about an OPEN tool repeatedly never turns it into a probe.
+/// The source document's map, WebSearch opening after one failure; probes counted in steps, so
+/// asking about an OPEN tool repeatedly never turns it into a probe.
 fn expeditor() -> Expeditor {
     let map = CapabilityMap::new()
         .tool(common::grep_spec())

@@ -226,7 +226,7 @@ fn result_text(result: &ToolResult) -> String {
 }
 
 /// A rig agent on the scripted `model` whose tools are `tools`, listed as the offer says (the
-/// two lines of glue the README shows).
+/// two lines of glue `docs/guide.md` shows).
 fn agent_over<D: ToolDispatch + 'static>(
     tools: &RigTools<D>,
     model: &MockCompletionModel,

@@ -1,4 +1,4 @@
-//! SPEC B9: an MCP server of ours must work with any MCP client, not only rmcp's.
+//! B9: an MCP server of ours must work with any MCP client, not only rmcp's.
 //!
 //! The official Python MCP SDK (PyPI `mcp`, pinned to [`MCP_VERSION`]) drives the example
 //! server (`examples/mcp_server`) over stdio: `tests/mcp_clients/python_client.py` walks

@@ -1,4 +1,4 @@
-//! Durable snapshots (issue #7, SPEC R3.7): saving writes a new file and renames it over the
+//! Durable snapshots (R3.7, B3): saving writes a new file and renames it over the
 //! old one (synced), so a process killed in the middle of saving leaves the previous snapshot
 //! whole. The test runs a child process (this test binary again) that saves snapshots in a
 //! loop, kills it at varying points, and restores what is on disk — every time.

@@ -1,4 +1,4 @@
-//! Faults in tools (issue #7): a tool that panics (the panic is counted as a failure and still
+//! Faults in tools: a tool that panics (the panic is counted as a failure and still
 //! reaches the caller; the breaker stays consistent), a tool future dropped mid-call (a
 //! cancellation, not a failure), a tool that never returns (the caller's timeout cancels it;
 //! the breaker is not stuck). A panic is the tool's own failure: panics in several tools at

@@ -1,4 +1,4 @@
-//! Hostile input (issue #7, R1.4, R3.7, B3, B6): capability maps built or loaded at run time
+//! Hostile input (R1.4, R3.7, B3, B6): capability maps built or loaded at run time
 //! and snapshots read back from disk are untrusted. Each bad one must come back as a clear
 //! error value — never a panic — and a snapshot that is refused must leave the target
 //! expeditor exactly as it was (its `snapshot()` before and after compared). Alternatives
@@ -117,7 +117,8 @@ fn policy() -> Policy {
     Policy::builder().budget(10).build().unwrap()
 }
 
-/// The expeditor every snapshot is restored into: the seed's map, [`policy`], a manual clock.
+/// The expeditor every snapshot is restored into: the source document's map, [`policy`], a manual
+/// clock.
 fn target() -> Expeditor {
     expeditor_with(seed_map(), policy(), &clock())
 }
@@ -577,7 +578,7 @@ fn hand_made_bad_maps_list_every_problem() {
             vec![unknown("Read", "", None)],
         ),
         (
-            "the seed's map as written (Edit never declared)",
+            "the source document's map as written (Edit never declared)",
             common::seed_map_as_written(),
             vec![unknown("Write", "Edit", None)],
         ),
@@ -1550,19 +1551,19 @@ fn inconsistent_records_are_refused_and_change_nothing() {
             Box::new(|v| breaker(v, "Bash")["total_failures"] = json!(1)),
         ),
         (
-            "dropped ledger lines charged beyond what was dropped (issue 14)",
+            "dropped ledger lines charged beyond what was dropped (R7.1)",
             Box::new(|v| {
                 v["budget"]["dropped"] = json!({"lines": 1, "charged": 2, "systemic": 0});
             }),
         ),
         (
-            "dropped charged lines the budget does not count (issue 14)",
+            "dropped charged lines the budget does not count (R7.1)",
             Box::new(|v| {
                 v["budget"]["dropped"] = json!({"lines": 3, "charged": 3, "systemic": 0});
             }),
         ),
         (
-            "dropped pending lines of a tool beyond what was dropped (issue 14)",
+            "dropped pending lines of a tool beyond what was dropped (R7.1)",
             Box::new(|v| {
                 v["budget"]["dropped"] =
                     json!({"lines": 1, "charged": 0, "systemic": 0, "pending": [["Bash", 2]]});
@@ -1869,7 +1870,7 @@ fn deciding_after_a_large_cascade_stays_fast() {
 /// while the counter wrapped to 0, so steps ran backwards and a circuit counting probes in
 /// steps never probed again. A step beyond `MAX_STEP` (2^62, 146 years of a step a
 /// nanosecond) is now refused, with nothing changed, and from `MAX_STEP` the counter, one
-/// plain increment (issue 14), is 2^62 steps from wrapping.
+/// plain increment, is 2^62 steps from wrapping.
 #[test]
 fn the_step_counter_does_not_wrap() {
     use agent_circuit_breaker::snapshot::{MAX_STEP, RestoreError};

@@ -1,7 +1,7 @@
 //! B5: the healthy path (decide + success on a CLOSED tool) and the rejection path (decide on
-//! an OPEN tool, then its route) allocate nothing. Issue 14: nor does the healthy path with a
-//! step between calls, through the runtime API or a `#[toolbox]` method; a failure on a CLOSED
-//! tool allocates at most once (the `issue14_*` tests; the refusal's are in
+//! an OPEN tool, then its route) allocate nothing. Nor does the healthy path with a step
+//! between calls, through the runtime API or a `#[toolbox]` method; a failure on a CLOSED tool
+//! allocates at most once (the `b5_a_failure_*` tests; the refusal's are in
 //! `tests/b5_refusal_alloc.rs`).
 //!
 //! A counting global allocator wraps the system allocator in this test binary only. It counts
@@ -108,7 +108,7 @@ fn b5_the_counter_sees_allocations_made_by_the_expeditor() {
     assert!(count > 0, "text for the model is built");
 }
 
-/// Decide + success on a CLOSED tool, with no step, and as a real agent takes it (issue 10):
+/// Decide + success on a CLOSED tool, with no step, and as a real agent takes it:
 /// a step before every call, or one every ten calls. The first success of a tool in a step
 /// records the step and the time in the mirror; that allocates nothing either.
 #[test]
@@ -229,10 +229,10 @@ fn b5_a_pause_allocates_nothing() {
     assert_eq!((count, bytes), (0, 0), "a PAUSE allocated");
 }
 
-/// Issue 14: a real agent steps before every call; the healthy path through the runtime API
+/// A real agent steps before every call; the healthy path through the runtime API
 /// with `advance_step()` between every two calls, on several tools, allocates nothing.
 #[test]
-fn issue14_healthy_path_with_a_step_between_calls_allocates_nothing() {
+fn b5_healthy_path_with_a_step_between_calls_allocates_nothing() {
     let clock = clock();
     let expeditor = expeditor_with(seed_map(), Policy::default(), &clock);
     let tools = [id(&expeditor, "Grep"), id(&expeditor, "Bash")];
@@ -270,10 +270,10 @@ impl Cheap {
     }
 }
 
-/// Issue 14: the `#[toolbox]` method's healthy path, with a step before every call, allocates
+/// The `#[toolbox]` method's healthy path, with a step before every call, allocates
 /// nothing either (the direct route is no boxed route).
 #[test]
-fn issue14_toolbox_method_healthy_with_steps_allocates_nothing() {
+fn b5_toolbox_method_healthy_with_steps_allocates_nothing() {
     let guarded = GuardedCheap::new(Cheap);
     assert!(guarded.work(0).is_ok());
     let mut sum = 0;
@@ -329,12 +329,12 @@ fn failures_on_a_closed_tool<M: Into<agent_circuit_breaker::Failure>>(
     counts
 }
 
-/// Issue 14's target: a failure on a CLOSED tool with a `&'static str` message allocates
+/// A failure on a CLOSED tool with a `&'static str` message allocates
 /// nothing (`From<&'static str>` keeps the literal; recording it copies a pointer). Counted
 /// over 1,000 failures, with room for [`GROWTH`] reallocations of tables that grow by doubling
 /// (amortised: a handful per thousand, never one per failure).
 #[test]
-fn issue14_a_failure_with_a_static_message_allocates_nothing() {
+fn b5_a_failure_with_a_static_message_allocates_nothing() {
     let (count, bytes) = failures_on_a_closed_tool(1_000, |_| "connection refused");
     assert!(
         count <= GROWTH,
@@ -342,11 +342,11 @@ fn issue14_a_failure_with_a_static_message_allocates_nothing() {
     );
 }
 
-/// Issue 14's target with a message the breaker makes: the tool's error (made before the
+/// A failure with a message the breaker makes: the tool's error (made before the
 /// count, as the tool made it) becomes the failure's message in one allocation, its shared
 /// copy; recording it in the breaker and the ledger copies a pointer.
 #[test]
-fn issue14_a_failure_from_the_tools_error_allocates_only_the_message() {
+fn b5_a_failure_from_the_tools_error_allocates_only_the_message() {
     let errors: Vec<std::io::Error> = (0..1_000)
         .map(|i| std::io::Error::other(format!("exit status {i}")))
         .collect();
@@ -361,7 +361,7 @@ fn issue14_a_failure_from_the_tools_error_allocates_only_the_message() {
 /// the one shared copy a failure keeps (an `Arc<str>` cannot take over a `String`'s buffer),
 /// so two; nothing more however many places record it.
 #[test]
-fn issue14_a_failure_with_an_owned_string_allocates_the_string_and_its_shared_copy() {
+fn b5_a_failure_with_an_owned_string_allocates_the_string_and_its_shared_copy() {
     let (count, bytes) = failures_on_a_closed_tool(1_000, |i| format!("exit status {i}"));
     assert!(
         count <= 2_000 + GROWTH,

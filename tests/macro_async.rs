@@ -1,5 +1,5 @@
-//! The seed's routing through an async `#[toolbox]` (B2): the same chain as the sync one,
-//! with no async runtime chosen by the crate (the futures here are driven by a ten-line
+//! The source document's routing through an async `#[toolbox]` (B2): the same chain as the sync
+//! one, with no async runtime chosen by the crate (the futures here are driven by a ten-line
 //! executor), and a tool future dropped mid-call counted as a cancellation (R3.6).
 
 use std::cell::Cell;

@@ -1,7 +1,8 @@
-//! Issue 4 through generated handles: `#[tool(caches)]`, `#[tool(freshness)]` with
-//! `Dated` outputs, `#[tool(serve_stale)]`, `#[tool(precheck = f)]` (sync and async), deferred
-//! sub-tasks and a systemic pause as the dispatcher sees them, and the seed's budget block
-//! reached through real failing tools (R5, R6, R7, R9, R10).
+//! Scope, freshness, budget, cascades and pre-call checks through generated handles:
+//! `#[tool(caches)]`, `#[tool(freshness)]` with `Dated` outputs, `#[tool(serve_stale)]`,
+//! `#[tool(precheck = f)]` (sync and async), deferred sub-tasks and a systemic pause as the
+//! dispatcher sees them, and the source document's budget block reached through real failing
+//! tools (R5, R6, R7, R9, R10).
 
 mod common;
 
@@ -460,7 +461,7 @@ fn r5_3_the_dispatcher_refuses_a_deferred_subtasks_tools() {
     );
 }
 
-/// The seed's tools with the seed's errors (step 7), as real `io::Error`s.
+/// The source document's tools with its errors (step 7), as real `io::Error`s.
 struct Seed {
     bash_errors: RefCell<Vec<io::Error>>,
     search_errors: RefCell<Vec<io::Error>>,
@@ -494,7 +495,7 @@ impl Seed {
 }
 
 #[test]
-fn r7_2_the_seeds_budget_block_at_4_of_5_through_real_failing_tools() {
+fn r7_2_the_source_documents_budget_block_at_4_of_5_through_real_failing_tools() {
     use io::ErrorKind as K;
     let errors = |list: &[(K, &str)]| {
         RefCell::new(
@@ -542,7 +543,7 @@ fn r7_2_the_seeds_budget_block_at_4_of_5_through_real_failing_tools() {
         ]
     );
     assert_eq!(expeditor.paused(), None, "no cascade: nothing correlates");
-    // The seed's block exactly (the golden file is the seed's text, never rewritten).
+    // The source document's block exactly (the golden file is its text, never rewritten).
     assert_golden("seed_budget_block.txt", &budget.to_string());
 }
 

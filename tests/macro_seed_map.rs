@@ -1,5 +1,5 @@
-//! The seed's capability map as a `#[toolbox]` over real failing functions (R1, R4, B2, B7):
-//! after 3 failures Grep is OPEN and calls go to Bash through its adapter with the degradation
+//! The source document's capability map as a `#[toolbox]` over real failing functions (R1, R4, B2,
+//! B7): after 3 failures Grep is OPEN and calls go to Bash through its adapter with the degradation
 //! reported; when Bash is OPEN too, to Read; then the fallback refusal.
 
 use std::cell::{Cell, RefCell};
@@ -182,7 +182,7 @@ fn b2_generated_enum_and_map_match_the_declaration() {
 }
 
 #[test]
-fn r4_1_seed_routes_chain_grep_bash_read_fallback() {
+fn r4_1_the_source_documents_routes_chain_grep_bash_read_fallback() {
     let agent = GuardedWorkspace::new(Workspace::seed());
     let hits = agent.grep("API_KEY").unwrap();
     assert_eq!(hits.value, ["config.toml"]);

@@ -1,11 +1,11 @@
-//! Model-based property tests (issue #7): random sequences of operations — decide, then
+//! Model-based property tests: random sequences of operations — decide, then
 //! record a success, record a failure with a category, drop the ticket (a cancellation) or
 //! hold it for later; advance the step; start a new cycle; confirm recovery — over 3 to 5 tools
 //! with alternatives (always the cycle Grep <-> Read), run against the expeditor, against the
-//! engine driven directly (issue #10: `agent_circuit_breaker::__engine::EngineDriver`, the state
+//! engine driven directly (`agent_circuit_breaker::__engine::EngineDriver`, the state
 //! machine as a plain value with no lock, its commands given the step and the time, and the
 //! expeditor's lock-free paths emulated on it — see below) and against a small reference model
-//! written from the SPEC:
+//! written from the requirements (`docs/requirements.md`):
 //!
 //! - R3: CLOSED -> OPEN at the threshold of consecutive failures; a probe is due every N
 //!   attempts (or steps) after opening, OPEN -> HALF-OPEN; exactly one probe at a time, and a
@@ -26,11 +26,11 @@
 //!   `confirm_recovery`, the involved tools' runs are folded into one ledger line charged once
 //!   (R9.4), failures during the event join it uncharged, and afterwards probes back off
 //!   (R9.5: base, 2 base, 4 base, ... capped, and along a chain of tools routing to each other
-//!   the intervals share the cap). Where the SPEC leaves the charging of a failure that *may*
-//!   belong to an event open, the model follows the crate's documented rule (`cascade` module):
-//!   a failure of a CLOSED tool whose infrastructure category matches that of a circuit not
-//!   CLOSED (the category its current run shares) which last failed within the window is held
-//!   uncharged ("pending") and charged if its tool recovers instead.
+//!   the intervals share the cap). Where the requirements leave the charging of a failure
+//!   that *may* belong to an event open, the model follows the crate's documented rule
+//!   (`cascade` module): a failure of a CLOSED tool whose infrastructure category matches that
+//!   of a circuit not CLOSED (the category its current run shares) which last failed within the
+//!   window is held uncharged ("pending") and charged if its tool recovers instead.
 //!
 //! After every operation the decision (kind, skip reason, routes, pause reason, probe or call),
 //! the recorded outcome, every breaker (state, consecutive and total failures, run of
@@ -63,9 +63,9 @@
 //! cases are seeded (the same in every CI run) and `PROPTEST_SEED=<n>` explores others.
 //! `model_uncorrelated` found one difference between the expeditor and the model (backoff
 //! shares computed after a held probe closed, instead of at the confirmed recovery), fixed in
-//! the crate and pinned as `regression_shares_are_fixed_at_the_confirmed_recovery`. A SPEC
-//! deviation the model once shared with the crate (failed probes held "pending" instead of
-//! charged) was fixed in both and is pinned as
+//! the crate and pinned as `regression_shares_are_fixed_at_the_confirmed_recovery`. A
+//! deviation from the requirements that the model once shared with the crate (failed probes
+//! held "pending" instead of charged) was fixed in both and is pinned as
 //! `failed_probes_after_a_confirmed_recovery_are_charged`.
 
 mod common;

@@ -19,8 +19,8 @@ fn unavailable() -> Availability {
     Availability::Unavailable(DOWN.into())
 }
 
-/// The seed's map; probes counted in steps so that asking about an OPEN tool never probes
-/// it unless a step passes; cascade detection off (R9 is tested on its own).
+/// The source document's map; probes counted in steps so that asking about an OPEN tool never
+/// probes it unless a step passes; cascade detection off (R9 is tested on its own).
 fn expeditor() -> Expeditor {
     let policy = Policy::builder()
         .budget(100)

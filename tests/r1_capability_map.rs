@@ -79,12 +79,12 @@ fn r1_1_map_built_with_builders_keeps_every_declared_field() {
 }
 
 #[test]
-fn r1_1_map_renders_in_the_seeds_layout_with_critical_and_substitutable_tools() {
+fn r1_1_map_renders_in_the_source_documents_layout_with_critical_and_substitutable_tools() {
     assert_golden("r1_capability_map.txt", &seed_map().to_string());
 }
 
 #[test]
-fn r1_1_map_loads_from_the_seeds_shape_through_serde() {
+fn r1_1_map_loads_from_the_source_documents_shape_through_serde() {
     let json = r#"{"capability_map": [
         {"tool": "Grep", "provides": "content search across files",
          "alternatives": [
@@ -97,7 +97,8 @@ fn r1_1_map_loads_from_the_seeds_shape_through_serde() {
         {"tool": "Bash", "provides": "command execution, build tools, git operations",
          "alternatives": [], "fallback": "report commands that need to be run manually"}
     ]}"#;
-    let map: CapabilityMap = serde_json::from_str(json).expect("the seed's shape parses");
+    let map: CapabilityMap =
+        serde_json::from_str(json).expect("the source document's shape parses");
     let built = CapabilityMap::new()
         .tool(common::grep_spec())
         .tool(common::bash_spec());
@@ -486,10 +487,10 @@ fn r1_4_did_you_mean_suggests_close_names_only() {
 }
 
 #[test]
-fn r1_4_the_seeds_map_as_written_fails_naming_edit() {
+fn r1_4_the_source_documents_map_as_written_fails_naming_edit() {
     let errors = seed_map_as_written()
         .validate()
-        .expect_err("Write names Edit, which the seed never declares");
+        .expect_err("Write names Edit, which the source document never declares");
     assert_eq!(
         errors.problems(),
         [MapError::UnknownAlternative {
@@ -504,7 +505,7 @@ fn r1_4_the_seeds_map_as_written_fails_naming_edit() {
          but the map declares no tool `Edit`"
     );
 
-    // The same map loaded in the seed's shape fails the same way.
+    // The same map loaded in the source document's shape fails the same way.
     let json = r#"{"capability_map": [
         {"tool": "Write", "provides": "file creation",
          "alternatives": [
@@ -649,7 +650,7 @@ fn r1_5_severity_low_before_high_and_unknown_counts_as_high() {
         ["L", "H1", "U", "H2", "fallback", "scope"]
     );
 
-    // The seed's Write declares Edit (high) before Bash (low): Bash comes first.
+    // The source document's Write declares Edit (high) before Bash (low): Bash comes first.
     let expeditor = Expeditor::builder(seed_map())
         .policy(policy_with_budget(100))
         .build()

@@ -1,5 +1,5 @@
 //! R2: the state table — per-tool breaker state, the declared policy and its per-tool
-//! overrides, the seed's table layout, tools discovered at run time.
+//! overrides, the source document's table layout, tools discovered at run time.
 
 mod common;
 
@@ -18,7 +18,7 @@ use common::{
     seed_expeditor, seed_map, succeed,
 };
 
-/// The seed's story up to the budget block: two healthy tools, Bash opened by three
+/// The source document's story up to the budget block: two healthy tools, Bash opened by three
 /// failures, one WebSearch failure. Wall time moves with the steps.
 fn seed_story() -> (Expeditor, agent_circuit_breaker::clock::ManualClock) {
     let (expeditor, clock) = seed_expeditor();
@@ -106,7 +106,7 @@ fn r2_1_last_success_is_timed_at_the_first_success_of_each_step() {
 }
 
 #[test]
-fn r2_2_policy_defaults_are_the_seeds_3_5_3() {
+fn r2_2_policy_defaults_are_the_source_documents_3_5_3() {
     let policy = Policy::default();
     assert_eq!(
         (policy.threshold(), policy.budget(), policy.probe_every()),
@@ -244,7 +244,7 @@ fn r2_2_per_tool_probe_every_override_takes_effect() {
 }
 
 #[test]
-fn r2_3_initial_state_table_is_the_seeds_exactly() {
+fn r2_3_initial_state_table_is_the_source_documents_exactly() {
     let (expeditor, _clock) = seed_expeditor();
     let table = expeditor.state_table();
     let names: Vec<&str> = table.rows.iter().map(|r| r.tool.as_str()).collect();

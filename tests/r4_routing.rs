@@ -13,10 +13,10 @@ use agent_circuit_breaker::{
 };
 use common::{SEED_TOOLS, clock, expeditor_with, id, kind, open3, seed_map};
 
-/// The seed's map with room in the budget to open several tools. Probes are counted in steps
-/// and no step passes, so asking about an OPEN tool again and again never probes it. Several
-/// circuits open in one step here on purpose, so cascade detection (R9) is off: routing alone
-/// is under test.
+/// The source document's map with room in the budget to open several tools. Probes are counted in
+/// steps and no step passes, so asking about an OPEN tool again and again never probes it. Several
+/// circuits open in one step here on purpose, so cascade detection (R9) is off: routing alone is
+/// under test.
 fn roomy() -> Expeditor {
     let policy = Policy::builder()
         .budget(100)
@@ -180,7 +180,7 @@ fn r4_2_the_route_taken_carries_its_degradation_and_round_trips_through_serde() 
         let back: RouteTaken = serde_json::from_str(&json).unwrap();
         assert_eq!(&back, route);
     }
-    // Rendered the way the seed's routing example reads (step 4).
+    // Rendered the way the source document's routing example reads (step 4).
     let rendered: Vec<String> = taken.iter().map(ToString::to_string).collect();
     assert_eq!(
         rendered,
@@ -252,7 +252,7 @@ fn r4_3_every_skip_names_a_route() {
     assert_eq!(kind(expeditor.decide(id(&expeditor, "Grep"))), "SKIP");
 }
 
-/// R4.1, R1.4 (issue 10): a map that was not checked at run time — the generated maps, checked
+/// R4.1, R1.4: a map that was not checked at run time — the generated maps, checked
 /// at compile time, are built this way — may still hold an alternative naming no tool. It keeps
 /// its place and is never routed to; the alternatives after it are routed to the tools they
 /// name, never shifted onto another alternative's tool, and nothing panics.
@@ -290,8 +290,9 @@ fn r4_1_an_alternative_naming_no_tool_can_not_misroute() {
                 .fallback("report the commands"),
         );
     assert!(map.validate().is_err(), "a run-time map is checked");
-    let expeditor =
-        agent_circuit_breaker::__private::expeditor(Expeditor::builder(map).policy(Policy::default()));
+    let expeditor = agent_circuit_breaker::__private::expeditor(
+        Expeditor::builder(map).policy(Policy::default()),
+    );
     let grep = id(&expeditor, "Grep");
     open3(&expeditor, "Grep");
     let Decision::Skip(skip) = expeditor.decide(grep) else {

@@ -15,8 +15,8 @@ use common::{
     kind, open3, seed_expeditor, seed_map, seed_task, succeed,
 };
 
-/// The seed's "Scope Reduction Report" (step 5), copied verbatim from
-/// `seeds/002_5858bdd7ae717ad4.txt` (the only seed that keeps this block in English).
+/// The source document's "Scope Reduction Report" (step 5), copied verbatim from its Classical
+/// Chinese version (the only one of its three versions that keeps this block in English).
 const SEED_SCOPE_REPORT: &str = "\
 Scope Reduction Report:
 
@@ -34,7 +34,7 @@ Recommendation: Complete sub-tasks 1, 2, 4 now.
 Sub-tasks 3 and 5 require Bash — will probe on next cycle
 or user can run commands manually.";
 
-/// The seed's map with room in the budget for several open circuits; probes counted in
+/// The source document's map with room in the budget for several open circuits; probes counted in
 /// steps and no step passes, so asking about an OPEN tool never turns it into a probe.
 /// Cascade detection is off: scope alone is under test here.
 fn roomy() -> Expeditor {
@@ -234,18 +234,18 @@ fn r5_1_a_subtask_already_done_stays_in_scope_even_if_its_tool_opened_since() {
 }
 
 #[test]
-fn r5_2_the_seeds_scope_report_from_a_real_scenario() {
+fn r5_2_the_source_documents_scope_report_from_a_real_scenario() {
     let (expeditor, _clock) = seed_expeditor();
     open3(&expeditor, "Bash");
     let report = expeditor.scope(&seed_task());
     let text = report.to_string();
     assert_golden("r5_2_scope_report_seed_example.txt", &text);
 
-    // Against the seed's own text: two lines differ, and only these two.
-    //  - line 7, sub-task 4: the seed has one space fewer before `(Edit: CLOSED)` than every
-    //    other row (a typo in the seed: its columns do not line up); ours lines up.
-    //  - line 15: the seed's unblock text `or user can run commands manually.` is prose; ours
-    //    is Bash's manual fallback from the seed's own capability map.
+    // Against the source document's own text: two lines differ, and only these two.
+    //  - line 7, sub-task 4: the source document has one space fewer before `(Edit: CLOSED)`
+    //    than every other row (a typo there: its columns do not line up); ours lines up.
+    //  - line 15: the source document's unblock text `or user can run commands manually.` is
+    //    prose; ours is Bash's manual fallback from the source document's own capability map.
     let diff = differing_lines(SEED_SCOPE_REPORT, &text);
     assert_eq!(
         diff,
@@ -272,7 +272,7 @@ fn r5_2_the_seeds_scope_report_from_a_real_scenario() {
 }
 
 #[test]
-fn r5_2_with_the_seeds_wording_for_the_fallback_only_the_seeds_misaligned_row_differs() {
+fn r5_2_with_the_source_documents_wording_for_the_fallback_only_its_misaligned_row_differs() {
     let map = agent_circuit_breaker::CapabilityMap::new()
         .tool(common::grep_spec())
         .tool(bash_spec().fallback("user can run commands manually"))

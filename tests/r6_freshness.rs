@@ -1,6 +1,6 @@
-//! R6: staleness — the four labels of the seed, detected from the indicators (identical
-//! output, old timestamps, caching tools, contradictions, no baseline), none on fresh data,
-//! and stale data never passed off as fresh.
+//! R6: staleness — the four labels of the source document, detected from the indicators (identical
+//! output, old timestamps, caching tools, contradictions, no baseline), none on fresh data, and
+//! stale data never passed off as fresh.
 
 mod common;
 
@@ -18,7 +18,7 @@ use agent_circuit_breaker::{
 };
 use common::{T0, clock, expeditor_with, id, seed_map};
 
-/// The seed's label templates (step 6), verbatim; the seed wraps the CACHED label over two
+/// The source document's label templates (step 6), verbatim; it wraps the CACHED label over two
 /// lines inside its quotes.
 const SEED_STALE: &str = "[STALE DATA — retrieved at {timestamp}, may not reflect current state]";
 const SEED_CACHED: &str = "[CACHED RESULT — Grep returned identical results to previous call;\n filesystem may have changed since]";
@@ -34,7 +34,7 @@ fn live(args: u64, output: u64) -> Observation {
     }
 }
 
-/// The seed's map with WebSearch declared as caching, a manual clock at [`T0`].
+/// The source document's map with WebSearch declared as caching, a manual clock at [`T0`].
 fn expeditor() -> (Expeditor, agent_circuit_breaker::clock::ManualClock) {
     let clock = clock();
     let map = CapabilityMap::new()
@@ -46,7 +46,7 @@ fn expeditor() -> (Expeditor, agent_circuit_breaker::clock::ManualClock) {
 }
 
 #[test]
-fn r6_1_every_label_renders_exactly_as_the_spec_says() {
+fn r6_1_every_label_renders_exactly_as_required() {
     let ts = T0.to_string();
     assert_eq!(ts, "2026-11-30T07:35:03Z");
 
@@ -180,7 +180,7 @@ fn r6_2_output_identical_to_the_previous_call_with_the_same_arguments_is_cached(
         Freshness::Fresh
     );
 
-    // With what may change under it declared, the label is the seed's exactly.
+    // With what may change under it declared, the label is the source document's exactly.
     assert!(expeditor.set_freshness_profile(
         grep,
         FreshnessProfile {

@@ -1,5 +1,6 @@
 //! R6.1, R6.2: `#[tool(freshness(source = ".."))]` names what may change under a tool, so an
-//! identical repeated result reads like the seed's label: "filesystem may have changed since".
+//! identical repeated result reads like the source document's label: "filesystem may have changed
+//! since".
 
 use std::io;
 

@@ -16,7 +16,7 @@ use common::{
     succeed,
 };
 
-/// The seed's budget story: four failures at steps 3, 3, 4 and 5.
+/// The source document's budget story: four failures at steps 3, 3, 4 and 5.
 fn seed_failures(expeditor: &Expeditor, clock: &ManualClock) {
     while expeditor.step() < 3 {
         expeditor.advance_step();
@@ -60,7 +60,7 @@ fn r7_1_the_ledger_writes_down_tool_message_and_step() {
 }
 
 #[test]
-fn r7_2_the_budget_block_is_the_seeds_exactly() {
+fn r7_2_the_budget_block_is_the_source_documents_exactly() {
     let (expeditor, clock) = seed_expeditor();
     seed_failures(&expeditor, &clock);
     assert_golden("seed_budget_block.txt", &expeditor.budget().to_string());
@@ -106,9 +106,9 @@ fn r7_2_status_line_singular_plural_and_exhausted() {
     );
 }
 
-/// The seed's story to the pause: sub-tasks 1 and 2 done (the first search failed, the next
-/// succeeded), sub-task 3 failed on Bash, then a WebSearch lookup spends the budget. WebSearch
-/// opens after one failure (threshold 1), as the seed's report shows.
+/// The source document's story to the pause: sub-tasks 1 and 2 done (the first search failed, the
+/// next succeeded), sub-task 3 failed on Bash, then a WebSearch lookup spends the budget. WebSearch
+/// opens after one failure (threshold 1), as the source document's report shows.
 fn pause_story() -> (Expeditor, Task, EventLog) {
     let log = EventLog::default();
     let clock = clock();
@@ -152,7 +152,7 @@ fn pause_story() -> (Expeditor, Task, EventLog) {
     (expeditor, task, log)
 }
 
-/// The seed's pause report as data (R7.3).
+/// The source document's pause report as data (R7.3).
 fn seed_pause_report() -> PauseReport {
     let line = |number, title: &str, status| WorkLine {
         number,
@@ -223,7 +223,7 @@ fn seed_pause_report() -> PauseReport {
 }
 
 #[test]
-fn r7_3_a_pause_report_built_by_hand_renders_the_seeds_text_exactly() {
+fn r7_3_a_pause_report_built_by_hand_renders_the_source_documents_text_exactly() {
     assert_golden("seed_pause_report.txt", &seed_pause_report().to_string());
 }
 
@@ -239,7 +239,7 @@ fn r7_3_pause_report_from_a_real_scenario() {
     );
     let report = expeditor.pause_report(&task);
     assert_golden("r7_3_pause_report_scenario.txt", &report.to_string());
-    // The state machine reaches the seed's report exactly, as data and as text.
+    // The state machine reaches the source document's report exactly, as data and as text.
     assert_eq!(report, seed_pause_report());
     assert_golden("seed_pause_report.txt", &report.to_string());
     // Every tool is paused now; the deferred sub-tasks are not attempted.
@@ -333,7 +333,7 @@ fn r7_4_a_new_cycle_without_a_pause_only_resets_the_budget() {
     );
 }
 
-/// R7.1, issue 14: the ledger is bounded. A cycle of 100,000 failures under a budget of a
+/// R7.1: the ledger is bounded. A cycle of 100,000 failures under a budget of a
 /// million keeps the first `LEDGER_HEAD` lines and the latest, at most `LEDGER_LINES`; the
 /// others are counted (lines, charged), so the budget, the block's numbering and a restored
 /// snapshot stay exact.

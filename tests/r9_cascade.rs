@@ -79,7 +79,7 @@ fn the_task() -> Task {
         .subtask("Update documentation", ["Edit"])
 }
 
-/// The seed's cascade: WebSearch and WebFetch both fail with "connection refused".
+/// The source document's cascade: WebSearch and WebFetch both fail with "connection refused".
 /// Step 1 reads the configuration; step 2 WebSearch opens; step 3 WebFetch's failures are
 /// held uncharged (they match an OPEN circuit's category) and its opening is the event.
 fn connection_refused_story() -> (Expeditor, Task, EventLog) {

@@ -1,4 +1,4 @@
-//! Reports, events, snapshots, the notes for a model and the README's real runs (R2.3, R5.2,
+//! Reports, events, snapshots, the notes for a model and the documented real runs (R2.3, R5.2,
 //! R7.3, B3, B4, B7).
 //!
 //! One test binary for the area; each file is one module (its tests are named after it),

@@ -1,4 +1,4 @@
-//! Stress (issue #7): many threads × many calls on one shared expeditor, each call a seeded
+//! Stress: many threads × many calls on one shared expeditor, each call a seeded
 //! random success, failure (with a category) or cancellation, then the invariants the model
 //! test checks one operation at a time, checked here after the run and, where they can be
 //! read consistently, all along it:
@@ -174,7 +174,7 @@ fn one_call(
 /// The budget's invariants, read under one lock.
 fn check_budget(expeditor: &Expeditor, tally: &Tally) {
     let budget = expeditor.budget();
-    // The ledger keeps at most `LEDGER_LINES` lines; the rest are counted (issue 14).
+    // The ledger keeps at most `LEDGER_LINES` lines; the rest are counted (R7.1).
     let charged = budget.ledger().iter().filter(|e| e.charged).count()
         + usize::try_from(budget.dropped().charged).unwrap();
     if budget.consumed() > budget.limit() {
@@ -361,7 +361,7 @@ fn check_round(
 ) {
     check_budget(expeditor, tally);
     let budget = expeditor.budget();
-    // Kept lines and the lines the bounded ledger only counted (issue 14).
+    // Kept lines and the lines the bounded ledger only counted (R7.1).
     let dropped = budget.dropped();
     let failure_lines = budget
         .ledger()

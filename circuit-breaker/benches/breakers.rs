@@ -876,7 +876,9 @@ impl agent_circuit_breaker::expeditor::FleetStore for InertStore {
 }
 
 /// The `work` expeditor of [`expeditor`] with a fleet store attached.
-fn expeditor_with_fleet(store: impl agent_circuit_breaker::expeditor::FleetStore) -> (Expeditor, ToolId) {
+fn expeditor_with_fleet(
+    store: impl agent_circuit_breaker::expeditor::FleetStore,
+) -> (Expeditor, ToolId) {
     let (plain, _) = expeditor();
     let map = agent_circuit_breaker::CapabilityMap::new().tool(
         agent_circuit_breaker::ToolSpec::new("work")
@@ -1622,7 +1624,8 @@ fn install(setup: Setup, expeditors: &[&Expeditor]) -> Option<Installed> {
                 .with_interval(Duration::from_secs(3_600))
                 .build();
             let meter_provider = SdkMeterProvider::builder().with_reader(reader).build();
-            let telemetry = agent_circuit_breaker::otel::Telemetry::new(&meter_provider.meter("bench"));
+            let telemetry =
+                agent_circuit_breaker::otel::Telemetry::new(&meter_provider.meter("bench"));
             for expeditor in expeditors {
                 telemetry.observe(expeditor);
             }

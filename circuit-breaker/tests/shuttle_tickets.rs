@@ -1,4 +1,4 @@
-//! Model check of the ticket path with shuttle (issue #7, SPEC R3.2, R3.6, R7): the runtime's
+//! Model check of the ticket path with shuttle (R3.2, R3.6, R7): the runtime's
 //! locks and atomics become shuttle's (`--cfg shuttle`), and shuttle explores thread
 //! interleavings — randomly and with PCT — of callers racing on one tool. After every
 //! interleaving:

@@ -1,8 +1,10 @@
-//! The agent: the seed's task worked with the guarded toolbox. Every call goes through the
-//! expeditor; the agent prints what the seed asks to be visible — the capability map, every
-//! decision that is not a plain CALL (a route and its degradation, a probe, a skip, a pause),
-//! the state table whenever it changes, freshness labels, the scope reduction report and the
-//! final status or pause report — to any `io::Write`, or the final report as JSON.
+//! The agent: the source document's example task worked with the guarded toolbox. Every call
+//! goes through the expeditor; the agent prints what the source document asks to be visible —
+//! the capability map, every decision that is not a plain CALL (a route and its degradation, a
+//! probe, a skip, a pause), the state table whenever it changes, freshness labels, the scope
+//! reduction report and the final status or pause report — to any `io::Write`, or the final
+//! report as JSON. (Its first line still calls the task "the seed's task": the golden runs and
+//! `docs/transcripts.md` pin that output.)
 //!
 //! A [`Watcher`] (`--watch`, `watch.rs`) is told of the run as it goes: the expeditor once it
 //! is built, every event as it happens, the stage (step and sub-task), and a refresh point

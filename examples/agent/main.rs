@@ -11,8 +11,9 @@
 //! ```
 //!
 //! The agent creates a temporary workspace (a small project), starts a search server on
-//! 127.0.0.1, injects the faults asked for, and works the seed's task through a `#[toolbox]`
-//! of real tools guarded by the circuit breaker. See `agent.rs` for what it prints.
+//! 127.0.0.1, injects the faults asked for, and works the source document's example task
+//! through a `#[toolbox]` of real tools guarded by the circuit breaker. See `agent.rs` for
+//! what it prints.
 //!
 //! `--watch` adds a live view for a person (`watch.rs`): every tool's circuit state and
 //! consecutive failures, the failure budget (`Failure budget: N / M consumed`) and the step,

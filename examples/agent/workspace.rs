@@ -5,7 +5,7 @@
 //! - Bash: `/bin/sh -c` as a child process in the workspace, killed after a 1 s timeout.
 //! - WebSearch: HTTP/1.1 to the local search server.
 //!
-//! The alternatives of the seed's capability map are real adapters: Grep through a `grep`
+//! The alternatives of the source document's capability map are real adapters: Grep through a `grep`
 //! command run by Bash, or by reading the files the README links; Read through `cat`; Write
 //! through an Edit of an existing file or a shell heredoc; Edit through a Write of the whole
 //! file.

@@ -1,4 +1,4 @@
-//! A fleet of agent workers sharing tool health through Redis (SPEC B11).
+//! A fleet of agent workers sharing tool health through Redis (B11 in `docs/requirements.md`).
 //!
 //! ```sh
 //! cargo run --example fleet --features redis                                  # fetch broken

@@ -1,4 +1,4 @@
-//! The agent on MCP (SPEC B10): its tools live in two MCP servers, `files` and `web`, each a
+//! The agent on MCP (B10 in `docs/requirements.md`): its tools live in two MCP servers, `files` and `web`, each a
 //! child process over stdio, and a model drives it the way a model-driven agent works — it
 //! reads the tool definitions offered this turn, sends calls by name with JSON arguments,
 //! and reads the replies and their notes. The model is a scripted policy (`model.rs`) that

@@ -1,4 +1,4 @@
-//! A guarded toolbox served over MCP on stdio (SPEC B9).
+//! A guarded toolbox served over MCP on stdio (B9 in `docs/requirements.md`).
 //!
 //! ```sh
 //! cargo run --example mcp_server --features mcp                         # healthy

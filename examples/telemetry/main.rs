@@ -1,4 +1,4 @@
-//! Telemetry by the OpenTelemetry GenAI conventions (SPEC B12): a small agent-like run whose
+//! Telemetry by the OpenTelemetry GenAI conventions (B12 in `docs/requirements.md`): a small agent-like run whose
 //! spans and metrics go to the OpenTelemetry SDK's in-memory exporters, then a compact
 //! excerpt of what was exported.
 //!
@@ -12,8 +12,8 @@
 //! goes through `bash`; `web_search` fails twice and opens, the next one is refused with its
 //! fallback; a `bash` failure spends the failure budget (5), and the next call is paused.
 //!
-//! The output is deterministic (no times, no ids; durations as counts only): the README
-//! quotes it.
+//! The output is deterministic (no times, no ids; durations as counts only):
+//! `docs/transcripts.md` quotes it.
 
 use std::collections::BTreeMap;
 use std::io;

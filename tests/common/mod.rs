@@ -1,11 +1,11 @@
-//! Shared fixtures for the integration tests: the seed's capability map (step 1) and task
-//! (step 5), a wall clock fixed at a known instant, helpers that drive the expeditor the way
+//! Shared fixtures for the integration tests: the source document's capability map (step 1) and
+//! task (step 5), a wall clock fixed at a known instant, helpers that drive the expeditor the way
 //! an executor does, an event log, and golden-file comparison.
 //!
 //! Golden files live in `tests/golden/`. Each file holds the rendered text followed by one
 //! newline. A missing or different file fails the test. Run with `UPDATE_GOLDEN=1` (exactly
 //! `1`; any other value compares) to rewrite them after an intended change — except the
-//! `seed_*` files, which are copied verbatim from the seed and are never rewritten.
+//! `seed_*` files, which are copied verbatim from the source document and are never rewritten.
 
 // Every test binary includes this module and uses a different subset of it.
 #![allow(dead_code)]
@@ -81,7 +81,8 @@ pub fn write_spec() -> ToolSpecBuilder {
         .fallback("output file contents for the user to save manually")
 }
 
-/// Not in the seed's map (which names it only as an alternative of Write): our own spec.
+/// Not in the source document's map (which names it only as an alternative of Write): our own
+/// spec.
 pub fn edit_spec() -> ToolSpecBuilder {
     ToolSpec::new("Edit")
         .provides("in-place file modification")
@@ -94,7 +95,7 @@ pub fn websearch_spec() -> ToolSpecBuilder {
         .fallback("state what information is needed; ask user to provide it")
 }
 
-/// The seed's capability map with Edit declared, in the order of the seed's state table.
+/// The source document's capability map with Edit declared, in the order of its state table.
 pub fn seed_map() -> CapabilityMap {
     CapabilityMap::new()
         .tool(grep_spec())
@@ -105,7 +106,7 @@ pub fn seed_map() -> CapabilityMap {
         .tool(websearch_spec())
 }
 
-/// The seed's capability map exactly as the seed writes it: Write names Edit, which the map
+/// The source document's capability map exactly as it writes it: Write names Edit, which the map
 /// never declares.
 pub fn seed_map_as_written() -> CapabilityMap {
     CapabilityMap::new()
@@ -116,7 +117,7 @@ pub fn seed_map_as_written() -> CapabilityMap {
         .tool(websearch_spec())
 }
 
-/// The seed's task (steps 5 and 7): five sub-tasks and the tools they need.
+/// The source document's task (steps 5 and 7): five sub-tasks and the tools they need.
 pub fn seed_task() -> Task {
     Task::new()
         .subtask("Read configuration files", ["Read"])
@@ -146,7 +147,7 @@ pub fn expeditor_with(map: CapabilityMap, policy: Policy, clock: &ManualClock) -
         .expect("valid map")
 }
 
-/// The seed's map, the default policy (3 / 5 / 3) and a manual clock at [`T0`].
+/// The source document's map, the default policy (3 / 5 / 3) and a manual clock at [`T0`].
 pub fn seed_expeditor() -> (Expeditor, ManualClock) {
     let clock = clock();
     let expeditor = expeditor_with(seed_map(), Policy::default(), &clock);
@@ -252,9 +253,9 @@ pub fn update_requested(value: Option<&std::ffi::OsStr>) -> bool {
 }
 
 /// Compares `actual` with `tests/golden/<file>` (which holds `actual` plus one newline).
-/// `UPDATE_GOLDEN=1` (exactly) rewrites the file instead, except for the seed's verbatim
-/// `seed_*` files; without it a missing or different file fails. On a mismatch, panics with a
-/// line diff.
+/// `UPDATE_GOLDEN=1` (exactly) rewrites the file instead, except for the source document's
+/// verbatim `seed_*` files; without it a missing or different file fails. On a mismatch,
+/// panics with a line diff.
 #[track_caller]
 pub fn assert_golden(file: &str, actual: &str) {
     let verbatim = file.starts_with("seed_");
@@ -291,7 +292,7 @@ pub fn compare_golden(
             "golden file {} not readable ({e}); {}.\nactual text:\n{actual}",
             path.display(),
             if verbatim {
-                "it is copied verbatim from the seed and never generated"
+                "it is copied verbatim from the source document and never generated"
             } else {
                 "run with UPDATE_GOLDEN=1 to create it, then review it"
             },
@@ -303,7 +304,7 @@ pub fn compare_golden(
              (- golden, + actual; `·` marks a trailing space, `⏎` a missing final newline)\n{}",
             path.display(),
             if verbatim {
-                " (copied verbatim from the seed: fix the code, not the file)"
+                " (copied verbatim from the source document: fix the code, not the file)"
             } else {
                 "; if the change is intended, rerun with UPDATE_GOLDEN=1"
             },

@@ -1,4 +1,4 @@
-//! A real `redis-server` for the fleet tests (SPEC B11): started by the test on a free
+//! A real `redis-server` for the fleet tests (B11): started by the test on a free
 //! 127.0.0.1 port (`--save '' --appendonly no`: nothing on disk), killed when dropped; or the
 //! one `REDIS_URL` names, which the test never kills nor pauses. A few raw RESP commands let
 //! the tests read and write keys without going through the store under test.

@@ -1,7 +1,8 @@
 //! Normalising the example agent's output (`examples/agent/`): what differs from run to run
 //! — wall-clock timestamps, the temporary directory, the search server's port — is replaced
 //! by fixed text, so a run compares with `tests/golden/agent_*.txt` and with the real output
-//! pasted into README.md. Included by `tests/agent_scenarios.rs` and `tests/readme_output.rs`.
+//! pasted into `docs/transcripts.md` and README.md. Included by `tests/agent_scenarios.rs` and
+//! `tests/readme_output.rs`.
 
 use regex::Regex;
 
@@ -16,7 +17,7 @@ pub fn normalise(text: &str) -> String {
     let text = seconds.replace_all(&text, "YYYY-MM-DDThh:mm:ssZ");
     // The run's temporary directory: <temp dir>/circuit-breaker-agent-<pid>-<n>. This
     // machine's temp dir first (it may hold spaces), then any absolute directory, for output
-    // printed elsewhere (README.md's run came from a machine whose temp dir was /tmp).
+    // printed elsewhere (the documented runs came from a machine whose temp dir was /tmp).
     let temp = std::env::temp_dir();
     let temp = regex::escape(temp.to_string_lossy().trim_end_matches('/'));
     let run_dir = Regex::new(&format!(r"{temp}/circuit-breaker-agent-\d+-\d+")).unwrap();

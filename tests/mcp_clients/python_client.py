@@ -1,5 +1,5 @@
-"""SPEC B9 with another SDK's client: the official Python MCP SDK (PyPI `mcp`) drives the
-example server (`examples/mcp_server`) over stdio.
+"""B9 (docs/requirements.md) with another SDK's client: the official Python MCP SDK (PyPI
+`mcp`) drives the example server (`examples/mcp_server`) over stdio.
 
     python_client.py PATH/TO/mcp_server
 
