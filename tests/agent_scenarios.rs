@@ -7,7 +7,7 @@
 //! differs from run to run is normalised: wall-clock timestamps, the temporary directory,
 //! the search server's port. Nothing else varies: the faults are real but deterministic
 //! (`--flaky` draws from a seeded PRNG). A missing golden file fails; `UPDATE_GOLDEN=1`
-//! (exactly) rewrites the files. `tests/readme_output.rs` ties the real-output block of
+//! (exactly) rewrites the files. `tests/reports/readme_output.rs` ties the real-output block of
 //! `docs/transcripts.md` (and README.md's excerpt of it) to `agent_break_bash.txt`: a change
 //! here that is intended means a fresh run pasted there.
 

@@ -2,7 +2,7 @@
 //! `#[toolbox(json)]` makes its guarded handle a `ToolDispatch`: nothing else is written
 //! for MCP.
 //!
-//! `tests/b9_mcp.rs` includes this file too, so the in-process tests and the child process
+//! `tests/mcp/b9_mcp.rs` includes this file too, so the in-process tests and the child process
 //! serve the same tools.
 
 use std::collections::HashMap;

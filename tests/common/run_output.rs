@@ -2,7 +2,7 @@
 //! — wall-clock timestamps, the temporary directory, the search server's port — is replaced
 //! by fixed text, so a run compares with `tests/golden/agent_*.txt` and with the real output
 //! pasted into `docs/transcripts.md` and README.md. Included by `tests/agent_scenarios.rs` and
-//! `tests/readme_output.rs`.
+//! `tests/reports/readme_output.rs`.
 
 use regex::Regex;
 

@@ -4,13 +4,13 @@
     python_client.py PATH/TO/mcp_server
 
 spawns the server with `--break grep --fail-calls 3`, walks the same path as
-`tests/b9_mcp.rs` (initialize, tools/list, a call answered, three failures opening grep's
+`tests/mcp/b9_mcp.rs` (initialize, tools/list, a call answered, three failures opening grep's
 circuit, `notifications/tools/list_changed`, the shrunk list, grep routed, a model's mistake)
 and prints one JSON object per step on stdout. Then two long sessions (B15), on the
 server's shortened clocks: three tools each fail twice and mend (the fifth failure spends the
 budget; the window frees it again, announced with `list_changed`), and grep opens, mends and
 comes back on probation to a client that never calls what it is not offered. Any check that does not hold ends the script
-with exit status 1 and the reason on stderr. Run by `tests/b9_python_client.rs`.
+with exit status 1 and the reason on stderr. Run by `tests/mcp/b9_python_client.rs`.
 
 Written against the SDK's public client API only (`ClientSession`, `stdio_client`,
 `StdioServerParameters`, `message_handler`), which mcp 1.x and 2.x share.
