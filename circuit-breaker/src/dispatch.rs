@@ -26,17 +26,17 @@ use std::pin::Pin;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::breaker::CircuitState;
+use crate::model::breaker::CircuitState;
 
 /// What a tool back on probation says first in its description (B15).
 pub const PROBATION: &str = "[ON PROBATION — this tool failed recently and is being tried again: one call checks it; if it fails, it is withdrawn again.]";
-use crate::capability::did_you_mean;
 use crate::engine::SkipReason;
 use crate::executor::{CallError, Refusal, Routed};
 use crate::expeditor::{Expeditor, ToolId};
-use crate::freshness::Freshness;
+use crate::model::capability::did_you_mean;
+use crate::model::freshness::Freshness;
+use crate::model::route::{RouteKind, RouteTaken};
 use crate::report::clip;
-use crate::route::{RouteKind, RouteTaken};
 
 pub use crate::report::ModelMistake;
 

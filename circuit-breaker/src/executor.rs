@@ -13,13 +13,13 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::clock::Timestamp;
+use crate::model::clock::Timestamp;
 
 use crate::expeditor::{Decision, Expeditor, Pause, Recorded, Skip, SkipReason, Ticket, ToolId};
-use crate::failure::Failure;
-use crate::freshness::Freshness;
+use crate::model::failure::Failure;
+use crate::model::freshness::Freshness;
+use crate::model::route::{AlternativeRoute, Route, RouteTaken};
 use crate::report::ModelNote;
-use crate::route::{AlternativeRoute, Route, RouteTaken};
 
 /// A tool's value with the route that produced it (R4.2): `None` when the tool itself
 /// answered, the alternative and its degradation otherwise.
@@ -112,7 +112,7 @@ impl crate::report::NoteFacts for Expeditor {
         self.tool_name(tool)
     }
 
-    fn availability(&self, tool: ToolId) -> Option<crate::precheck::Availability> {
+    fn availability(&self, tool: ToolId) -> Option<crate::model::precheck::Availability> {
         Expeditor::availability(self, tool)
     }
 
@@ -120,7 +120,7 @@ impl crate::report::NoteFacts for Expeditor {
         Expeditor::deferred_subtask(self)
     }
 
-    fn pause_lifts_at(&self) -> Option<crate::clock::Timestamp> {
+    fn pause_lifts_at(&self) -> Option<crate::model::clock::Timestamp> {
         Expeditor::pause_lifts_at(self)
     }
 
@@ -185,7 +185,7 @@ impl Refusal {
 
     /// The tool's breaker state as it is now (`None` for a refusal given whole, or an id
     /// that is no tool).
-    pub fn state(&self) -> Option<crate::breaker::CircuitState> {
+    pub fn state(&self) -> Option<crate::model::breaker::CircuitState> {
         match &self.0 {
             Said::Decided {
                 expeditor, tool, ..
@@ -589,7 +589,7 @@ pub(crate) fn failed<E>(
     let tool = ticket.tool_name().to_owned();
     let failure = failure(&error);
     // The caller's mistake goes to the mistake path: `Ticket::failure` sends it there (B14).
-    let rejected = failure.blame() == crate::failure::Blame::Caller;
+    let rejected = failure.blame() == crate::model::failure::Blame::Caller;
     let category = failure.category();
     let recorded = crate::telemetry::traced_failure(failure, |f| ticket.failure(f));
     if rejected {
@@ -655,7 +655,7 @@ impl Deadline {
     /// [`WallClock::sleep_until`]: crate::clock::WallClock::sleep_until
     pub async fn within<F: Future>(self, expeditor: &Expeditor, future: F) -> Option<F::Output> {
         let mut future = std::pin::pin!(future);
-        let mut sleep: Option<crate::clock::Sleep> = None;
+        let mut sleep: Option<crate::model::clock::Sleep> = None;
         std::future::poll_fn(|cx| {
             if let Poll::Ready(output) = future.as_mut().poll(cx) {
                 return Poll::Ready((!self.passed(expeditor)).then_some(output));
@@ -686,7 +686,7 @@ pub fn timed_out<T, E>(
     let tool = ticket.tool_name().to_owned();
     let failure = Failure::with_category(
         timed_out_message(deadline.after),
-        crate::failure::FailureCategory::Timeout,
+        crate::model::failure::FailureCategory::Timeout,
     );
     let recorded = crate::telemetry::traced_failure(failure, |f| ticket.failure(f));
     Err(CallError::TimedOut {
@@ -717,7 +717,7 @@ pub fn finish_dated<T, E>(
     route: Option<Box<RouteTaken>>,
     result: Result<T, E>,
     failure: fn(&E) -> Failure,
-    dated: fn(&T) -> Option<crate::clock::Timestamp>,
+    dated: fn(&T) -> Option<crate::model::clock::Timestamp>,
 ) -> Result<Routed<T>, CallError<E>> {
     // Built once, in place: not finished, then taken apart and rebuilt (each move of the
     // `Result` through memory costs the healthy path).
@@ -746,7 +746,7 @@ pub fn finish_dated<T, E>(
 }
 
 /// STALE DATA when `at` is before the current cycle began (R6.2), no label otherwise.
-fn stale_before_cycle(expeditor: &Expeditor, at: crate::clock::Timestamp) -> Freshness {
+fn stale_before_cycle(expeditor: &Expeditor, at: crate::model::clock::Timestamp) -> Freshness {
     if at < expeditor.cycle_started_at() {
         Freshness::Stale { retrieved_at: at }
     } else {
@@ -764,7 +764,7 @@ pub struct Freshen<T> {
     /// Digest of a value, when values are hashed.
     pub digest: fn(&T) -> Option<u64>,
     /// The time a value says it is from, if it says ([`Dated`](crate::freshness::Dated)).
-    pub dated: fn(&T) -> Option<crate::clock::Timestamp>,
+    pub dated: fn(&T) -> Option<crate::model::clock::Timestamp>,
 }
 
 impl<T> fmt::Debug for Freshen<T> {
@@ -799,7 +799,7 @@ pub fn finish_fresh<T, E>(
     if routed.route.is_none() && (compared || expeditor.is_caching(freshen.tool)) {
         routed.freshness = expeditor.observe(
             freshen.tool,
-            crate::freshness::Observation {
+            crate::model::freshness::Observation {
                 args: freshen.args.unwrap_or(0),
                 output: output.unwrap_or(0),
                 data_time,
@@ -830,7 +830,7 @@ pub fn trace_refusal(refusal: &Refusal) {
 /// Keeps a good result of the tool itself as the last good result for its arguments, for
 /// [`serve_stale`].
 pub fn keep_last_good<T: Clone, E>(
-    cache: &crate::freshness::StaleCache<T>,
+    cache: &crate::model::freshness::StaleCache<T>,
     args: u64,
     expeditor: &Expeditor,
     result: &Result<Routed<T>, CallError<E>>,
@@ -850,7 +850,7 @@ pub fn keep_last_good<T: Clone, E>(
 /// The refusal, when nothing was kept or the refusal is not about this tool's state.
 pub fn serve_stale<T: Clone, E>(
     refusal: Refusal,
-    cache: &crate::freshness::StaleCache<T>,
+    cache: &crate::model::freshness::StaleCache<T>,
     args: u64,
 ) -> Result<Routed<T>, CallError<E>> {
     let eligible = matches!(
@@ -865,13 +865,13 @@ pub fn serve_stale<T: Clone, E>(
         value,
         route: Some(Box::new(RouteTaken {
             from: refusal.tool().to_owned(),
-            kind: crate::route::RouteKind::Stale,
+            kind: crate::model::route::RouteKind::Stale,
             to: None,
             method: None,
             degradation: Some(format!(
                 "last good result, retrieved at {at}; may not reflect current state"
             )),
-            severity: crate::capability::Severity::High,
+            severity: crate::model::capability::Severity::High,
             fallback: None,
         })),
         freshness: Freshness::Stale { retrieved_at: at },

@@ -16,28 +16,28 @@ use std::fmt;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
-use crate::breaker::{BreakerRecord, CircuitState, Via};
-use crate::budget::Budget;
-use crate::capability::{CapabilityMap, MapError, MapErrors, ToolSpec};
-use crate::cascade::SystemicEvent;
-use crate::clock::{SystemClock, Timestamp, WallClock};
 use crate::engine::{Changes, Dirty, Engine, MAX_TOOLS, Verdict};
-use crate::event::Observer;
-use crate::failure::{Failure, FailureCategory};
-use crate::fleet::{SharedOpen, SharedTransition, StoreStatus};
-use crate::freshness::{Freshness, FreshnessProfile, Observation};
 use crate::mirror::{Mirror, OpenCheck, Slot, View};
-use crate::policy::Policy;
-use crate::precheck::Availability;
+use crate::model::breaker::{BreakerRecord, CircuitState, Via};
+use crate::model::budget::Budget;
+use crate::model::capability::{CapabilityMap, MapError, MapErrors, ToolSpec};
+use crate::model::cascade::SystemicEvent;
+use crate::model::clock::{SystemClock, Timestamp, WallClock};
+use crate::model::event::Observer;
+use crate::model::failure::{Failure, FailureCategory};
+use crate::model::fleet::{SharedOpen, SharedTransition, StoreStatus};
+use crate::model::freshness::{Freshness, FreshnessProfile, Observation};
+use crate::model::policy::Policy;
+use crate::model::precheck::Availability;
+use crate::model::route::{Route, Routes};
+use crate::model::scope::{ScopeError, ScopeReport, Task};
+use crate::model::snapshot::{RestoreError, Snapshot};
 use crate::report::{ModelNote, PauseReport, ServerLine, StateTable, ToolOffer};
-use crate::route::{Route, Routes};
-use crate::scope::{ScopeError, ScopeReport, Task};
 use crate::signal::Signal;
-use crate::snapshot::{RestoreError, Snapshot};
 use crate::sync::{AtomicU64, CachePadded, Mutex, MutexGuard, Ordering};
 
 pub use crate::engine::{PauseReason, Recorded, SkipReason};
-pub use crate::id::{ToolId, ToolName};
+pub use crate::model::id::{ToolId, ToolName};
 
 /// The decision layer (R3, R8): per-tool breakers, the failure budget, routing, reports.
 ///
@@ -913,7 +913,7 @@ impl Expeditor {
 
     #[cold]
     fn record_failure(&self, tool: ToolId, via: Via, failure: Failure) -> Recorded {
-        if failure.blame() == crate::failure::Blame::Caller {
+        if failure.blame() == crate::model::failure::Blame::Caller {
             return self.record_caller_mistake(tool, via, crate::engine::MistakeKind::Rejected);
         }
         let now = self.now();
@@ -994,7 +994,7 @@ impl Expeditor {
     /// A future that completes when the expeditor's clock reaches `deadline`
     /// ([`WallClock::sleep_until`]): what a call's deadline waits on (B13), so that a test on a
     /// [`ManualClock`](crate::clock::ManualClock) times a call out by moving the clock.
-    pub(crate) fn sleep_until(&self, deadline: Timestamp) -> crate::clock::Sleep {
+    pub(crate) fn sleep_until(&self, deadline: Timestamp) -> crate::model::clock::Sleep {
         self.inner.clock.sleep_until(deadline)
     }
 
@@ -1395,7 +1395,7 @@ impl Expeditor {
     pub fn save(
         &self,
         path: impl AsRef<std::path::Path>,
-    ) -> Result<(), crate::snapshot::SnapshotFileError> {
+    ) -> Result<(), crate::model::snapshot::SnapshotFileError> {
         self.snapshot().save(path)
     }
 
@@ -1409,10 +1409,10 @@ impl Expeditor {
     pub fn restore_from(
         &self,
         path: impl AsRef<std::path::Path>,
-    ) -> Result<(), crate::snapshot::SnapshotFileError> {
+    ) -> Result<(), crate::model::snapshot::SnapshotFileError> {
         let snapshot = Snapshot::load(path)?;
         self.restore(&snapshot)
-            .map_err(crate::snapshot::SnapshotFileError::Restore)
+            .map_err(crate::model::snapshot::SnapshotFileError::Restore)
     }
 }
 
@@ -1489,7 +1489,7 @@ mod tests {
     #[test]
     fn b5_the_rejection_path_takes_no_lock() {
         let policy = Policy::builder()
-            .probe_unit(crate::policy::ProbeUnit::Steps)
+            .probe_unit(crate::model::policy::ProbeUnit::Steps)
             .build()
             .expect("a valid policy");
         let expeditor = Arc::new(one_tool(policy));

@@ -137,54 +137,61 @@
 #![warn(clippy::pedantic)]
 #![allow(clippy::module_name_repetitions, clippy::must_use_candidate)]
 
-mod breaker;
-mod budget;
-pub mod capability;
-mod cascade;
-pub mod clock;
+mod model;
+
+mod engine;
+
+pub mod report;
+
+pub mod telemetry;
+
+pub mod expeditor;
+mod mirror;
+mod signal;
+mod sync;
+
 #[cfg(feature = "json")]
 pub mod dispatch;
-mod engine;
-pub mod event;
 mod executor;
-pub mod expeditor;
-pub mod failure;
-pub mod fleet;
-pub mod freshness;
-mod group;
-mod id;
-#[cfg(feature = "mcp")]
-pub mod mcp;
-mod mirror;
-#[cfg(feature = "otel")]
-pub mod otel;
-pub mod policy;
-mod precheck;
+pub mod toolbox;
+
 #[cfg(feature = "redis")]
 pub mod redis;
-mod registry;
-pub mod report;
+
+#[cfg(feature = "otel")]
+pub mod otel;
+
 #[cfg(feature = "rig")]
 pub mod rig;
-pub mod route;
-pub mod scope;
-mod signal;
-pub mod snapshot;
-mod sync;
-pub mod telemetry;
-mod timer;
-pub mod toolbox;
+
+#[cfg(feature = "mcp")]
+pub mod mcp;
+
+#[doc(inline)]
+pub use model::{
+    capability, clock, event, failure, fleet, freshness, policy, route, scope, snapshot,
+};
+
+// temporary: engine/ and mcp/ paths
+pub(crate) use model::{breaker, budget, cascade, group, id, precheck, registry};
 
 pub use agent_circuit_breaker_macros::{tool, toolbox};
 
-pub use breaker::CircuitState;
+#[doc(no_inline)]
 pub use capability::{AlternativeSpec, CapabilityMap, Degradation, ServerSpec, ToolSpec};
 pub use executor::{CallError, Refusal, Routed};
 pub use expeditor::{Decision, Expeditor, PauseReason, SkipReason};
+#[doc(no_inline)]
 pub use failure::{Blame, Classify, Failure, FailureCategory};
+#[doc(inline)]
+pub use model::breaker::CircuitState;
+#[doc(inline)]
+pub use model::precheck::Availability;
+#[doc(no_inline)]
 pub use policy::Policy;
-pub use precheck::Availability;
+#[doc(no_inline)]
 pub use route::Route;
+#[doc(no_inline)]
 pub use scope::Task;
 
 /// Support for the code `#[toolbox]` generates. Not a public API: it may change in any

@@ -25,13 +25,13 @@
 
 use std::sync::{Arc, OnceLock};
 
-use crate::breaker::{BreakerRecord, CircuitState, STATE_MASK, Settings, SuccessMark};
-use crate::clock::Timestamp;
 use crate::engine::{Changes, Dirty, Engine};
-use crate::id::ToolId;
-use crate::policy::ProbeUnit;
-use crate::registry::ToolDef;
-use crate::route::ToolView;
+use crate::model::breaker::{BreakerRecord, CircuitState, STATE_MASK, Settings, SuccessMark};
+use crate::model::clock::Timestamp;
+use crate::model::id::ToolId;
+use crate::model::policy::ProbeUnit;
+use crate::model::registry::ToolDef;
+use crate::model::route::ToolView;
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, CachePadded, Ordering};
 
 /// The word's bit for a tool held back by a pre-call check.

@@ -176,7 +176,7 @@ const OTHER: &str = "_OTHER";
 
 // Engine event kinds that change a circuit's state (counted in
 // `metric::TRANSITIONS`).
-use crate::event::TRANSITION_KINDS;
+use crate::model::event::TRANSITION_KINDS;
 
 /// The metrics of the breakers and of the generative-AI conventions, made from one
 /// [`Meter`]. A clone is the same telemetry (its instruments and observed expeditors are

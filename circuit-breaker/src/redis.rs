@@ -90,10 +90,10 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 use tokio::time::{Instant, timeout};
 
-use crate::clock::Timestamp;
 use crate::expeditor::{FleetLink, FleetStore};
-use crate::failure::FailureCategory;
-use crate::fleet::{SharedOpen, SharedTransition};
+use crate::model::clock::Timestamp;
+use crate::model::failure::FailureCategory;
+use crate::model::fleet::{SharedOpen, SharedTransition};
 
 /// The `redis` crate this store is built on, for a program's own Redis commands (a task
 /// queue, say) on the same version.

@@ -7,26 +7,29 @@
 //!   work, tool health, failures and recommendations (R7.3).
 //! - [`ModelNote`]: the short text for a language model (B7).
 
-pub use crate::breaker::{BreakerRecord, FailureMark, SuccessMark};
-pub use crate::budget::{Budget, BudgetStatus, Dropped, LEDGER_HEAD, LEDGER_LINES, LedgerEntry};
-pub use crate::cascade::SystemicEvent;
 pub use crate::engine::MistakeCount;
+#[doc(no_inline)]
 pub use crate::fleet::StoreStatus;
-pub use crate::group::{ServerLine, ServerOutage};
+pub use crate::model::breaker::{BreakerRecord, FailureMark, SuccessMark};
+pub use crate::model::budget::{
+    Budget, BudgetStatus, Dropped, LEDGER_HEAD, LEDGER_LINES, LedgerEntry,
+};
+pub use crate::model::cascade::SystemicEvent;
+pub use crate::model::group::{ServerLine, ServerOutage};
 
 use std::borrow::Cow;
 use std::fmt::{self, Write as _};
 
 use serde::{Deserialize, Serialize};
 
-use crate::breaker::CircuitState;
-use crate::clock::Timestamp;
 use crate::engine::{PauseReason, SkipReason};
-use crate::failure::FailureCategory;
-use crate::id::ToolId;
 use crate::mirror::View;
-use crate::route::Route;
-use crate::scope::{Task, WorkStatus};
+use crate::model::breaker::CircuitState;
+use crate::model::clock::Timestamp;
+use crate::model::failure::FailureCategory;
+use crate::model::id::ToolId;
+use crate::model::route::Route;
+use crate::model::scope::{Task, WorkStatus};
 
 /// One row of the state table (R2.1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -297,7 +300,7 @@ impl PauseReport {
                     | PauseReason::MistakeLimit { .. }
             )
         );
-        let deferred: Vec<crate::scope::Deferral> = if held {
+        let deferred: Vec<crate::model::scope::Deferral> = if held {
             Vec::new()
         } else {
             engine.scope_report(task).deferred
@@ -382,7 +385,10 @@ impl PauseReport {
 
 /// The task's sub-tasks split into completed and incomplete work; a sub-task not attempted
 /// because it is deferred says so.
-fn work_lines(task: &Task, deferred: &[crate::scope::Deferral]) -> (Vec<WorkLine>, Vec<WorkLine>) {
+fn work_lines(
+    task: &Task,
+    deferred: &[crate::model::scope::Deferral],
+) -> (Vec<WorkLine>, Vec<WorkLine>) {
     let mut completed = Vec::new();
     let mut incomplete = Vec::new();
     for (i, sub) in task.subtasks().iter().enumerate() {
@@ -410,11 +416,11 @@ fn work_lines(task: &Task, deferred: &[crate::scope::Deferral]) -> (Vec<WorkLine
 }
 
 /// After a systemic failure: fix the cause, confirm recovery, and how probes back off (R9.5).
-fn recovery_recommendation(policy: crate::policy::Policy, event: &SystemicEvent) -> String {
+fn recovery_recommendation(policy: crate::model::policy::Policy, event: &SystemicEvent) -> String {
     let (base, cap) = (policy.probe_every(), policy.backoff_cap());
     let mut schedule: Vec<String> = Vec::new();
     for level in 1..=8 {
-        let interval = crate::cascade::backoff_interval(base, level, cap);
+        let interval = crate::model::cascade::backoff_interval(base, level, cap);
         if schedule.last() != Some(&interval.to_string()) {
             schedule.push(interval.to_string());
         }
@@ -423,8 +429,8 @@ fn recovery_recommendation(policy: crate::policy::Policy, event: &SystemicEvent)
         }
     }
     let unit = match policy.probe_unit() {
-        crate::policy::ProbeUnit::Attempts => "attempts",
-        crate::policy::ProbeUnit::Steps => "steps",
+        crate::model::policy::ProbeUnit::Attempts => "attempts",
+        crate::model::policy::ProbeUnit::Steps => "steps",
     };
     let last = schedule.pop().unwrap_or_default();
     let intervals = if schedule.is_empty() {
@@ -581,9 +587,9 @@ impl ModelNote {
         let why = match reason {
             SkipReason::UnknownTool => "it is not a tool of this agent".to_owned(),
             SkipReason::Unavailable => {
-                let availability = facts
-                    .availability(tool)
-                    .unwrap_or(crate::precheck::Availability::Unavailable(String::new()));
+                let availability = facts.availability(tool).unwrap_or(
+                    crate::model::precheck::Availability::Unavailable(String::new()),
+                );
                 format!("the pre-call check says {availability}")
             }
             SkipReason::Deferred => match facts.deferred_subtask() {
@@ -715,7 +721,7 @@ pub(crate) trait NoteFacts {
     /// The tool's name.
     fn name(&self, tool: ToolId) -> Option<&str>;
     /// What the tool's pre-call check last said.
-    fn availability(&self, tool: ToolId) -> Option<crate::precheck::Availability>;
+    fn availability(&self, tool: ToolId) -> Option<crate::model::precheck::Availability>;
     /// The deferred sub-task being worked on.
     fn deferred_subtask(&self) -> Option<usize>;
     /// The systemic event behind the pause, when that is why every call is paused.
@@ -731,7 +737,7 @@ impl NoteFacts for View<'_> {
         self.engine.name(tool)
     }
 
-    fn availability(&self, tool: ToolId) -> Option<crate::precheck::Availability> {
+    fn availability(&self, tool: ToolId) -> Option<crate::model::precheck::Availability> {
         self.engine.availability(tool)
     }
 
@@ -762,7 +768,7 @@ fn lowercase_first(text: &str) -> String {
 
 /// The last error as the model may read it: quoted on one line, unless it would invite a
 /// retry ("try again later"), in which case only its category is given (B7).
-fn quoted_for_model(failure: &crate::failure::Failure) -> String {
+fn quoted_for_model(failure: &crate::model::failure::Failure) -> String {
     const INVITATIONS: [&str; 5] = ["retry", "try again", "again later", "try later", "re-try"];
     let summary = failure.summary();
     let lower = summary.to_lowercase();

@@ -61,11 +61,11 @@ use std::fmt;
 
 use tracing::Span;
 
-use crate::breaker::CircuitState;
 use crate::engine::{PauseReason, SkipReason};
-use crate::failure::{Failure, FailureCategory};
-use crate::freshness::Freshness;
-use crate::route::{RouteKind, RouteTaken};
+use crate::model::breaker::CircuitState;
+use crate::model::failure::{Failure, FailureCategory};
+use crate::model::freshness::Freshness;
+use crate::model::route::{RouteKind, RouteTaken};
 
 /// The target of every span and event of this crate.
 pub const TARGET: &str = "circuit_breaker";
@@ -361,7 +361,7 @@ fn failed(failure: &Failure, recorded: &crate::engine::Recorded) {
     let Some(span) = current_call() else { return };
     // The caller's mistake is not the tool's failure (B14).
     let error = match failure.blame() {
-        crate::failure::Blame::Caller => ErrorType::Rejected,
+        crate::model::failure::Blame::Caller => ErrorType::Rejected,
         _ => ErrorType::Failed(failure.category()),
     };
     span.record("error.type", error.as_str());
@@ -436,7 +436,7 @@ pub(crate) fn refused(
             tracing::Level::INFO,
             circuit_breaker.event = "systemic_pause",
             error.type = error.as_str(),
-            circuit_breaker.systemic.cause = crate::cascade::cause_of(category),
+            circuit_breaker.systemic.cause = crate::model::cascade::cause_of(category),
             "systemic_pause"
         ),
         _ => {

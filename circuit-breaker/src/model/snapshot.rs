@@ -10,10 +10,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::breaker::BreakerRecord;
-use crate::budget::Budget;
-use crate::capability::{MapErrors, ToolSpec};
-use crate::cascade::SystemicEvent;
+use crate::model::breaker::BreakerRecord;
+use crate::model::budget::Budget;
+use crate::model::capability::{MapErrors, ToolSpec};
+use crate::model::cascade::SystemicEvent;
 
 /// The format tag every snapshot carries.
 pub const SNAPSHOT_FORMAT: &str = "agent-circuit-breaker/snapshot";

@@ -10,9 +10,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::clock::Timestamp;
-use crate::failure::{Failure, FailureCategory};
-use crate::policy::ProbeUnit;
+use crate::model::clock::Timestamp;
+use crate::model::failure::{Failure, FailureCategory};
+use crate::model::policy::ProbeUnit;
 
 /// The state of one tool's circuit (R2.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

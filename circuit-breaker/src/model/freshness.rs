@@ -15,7 +15,7 @@ use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
-use crate::clock::Timestamp;
+use crate::model::clock::Timestamp;
 
 /// How fresh a result is (R6.1). `Fresh` renders as nothing: labels are for uncertainty, not
 /// confirmation (R6.3).

@@ -6,7 +6,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::id::ToolId;
+use crate::model::id::ToolId;
 
 /// One server as the reports show it (B10): its tools, and its outage if it is down.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,7 +73,7 @@ pub(crate) struct Outage {
     pub(crate) found_by: ToolId,
     pub(crate) step: u64,
     /// When it went down, or its last probe failed: the start of the wait for the next.
-    pub(crate) since: crate::clock::Timestamp,
+    pub(crate) since: crate::model::clock::Timestamp,
     pub(crate) message: String,
     pub(crate) probing: Option<ToolId>,
 }

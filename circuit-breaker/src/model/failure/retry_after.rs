@@ -18,7 +18,7 @@ use std::time::Duration;
 /// assert_eq!(parse_retry_after("-5", now), None);
 /// assert_eq!(parse_retry_after("soon", now), None);
 /// ```
-pub fn parse_retry_after(value: &str, now: crate::clock::Timestamp) -> Option<Duration> {
+pub fn parse_retry_after(value: &str, now: crate::model::clock::Timestamp) -> Option<Duration> {
     let value = value.trim();
     if value.is_empty() || value.len() > 64 {
         return None;

@@ -2,10 +2,10 @@
 //! ids, and its breaker settings. Immutable once made, shared by the engine and the lock-free
 //! mirror.
 
-use crate::breaker::Settings;
-use crate::capability::ToolSpec;
-use crate::id::{ToolId, ToolName};
-use crate::policy::Policy;
+use crate::model::breaker::Settings;
+use crate::model::capability::ToolSpec;
+use crate::model::id::{ToolId, ToolName};
+use crate::model::policy::Policy;
 
 /// One tool's definition.
 #[derive(Debug)]

@@ -13,9 +13,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::clock::Timestamp;
-use crate::failure::Failure;
-use crate::id::ToolName;
+use crate::model::clock::Timestamp;
+use crate::model::failure::Failure;
+use crate::model::id::ToolName;
 
 /// One line of the ledger (R7.1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -164,7 +164,7 @@ pub struct ToolStanding {
     /// The tool.
     pub tool: String,
     /// Its circuit's state.
-    pub state: crate::breaker::CircuitState,
+    pub state: crate::model::breaker::CircuitState,
     /// Whether it blocks the sub-task.
     pub blocks: bool,
     /// Why it blocks, or how it is reached instead: `no alternative`, `via Bash`,

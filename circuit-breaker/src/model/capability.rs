@@ -304,7 +304,7 @@ pub struct ToolSpec {
     /// tools whose errors are untyped (a foreign MCP server's); `None` keeps the server's or
     /// the client's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    caller_errors: Option<Vec<crate::failure::FailureCategory>>,
+    caller_errors: Option<Vec<crate::model::failure::FailureCategory>>,
     /// The deadline of one call (B13), as a humantime string (`"30s"`, `"1m 30s"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     timeout: Option<TimeoutSpec>,
@@ -466,7 +466,7 @@ impl ToolSpec {
 
     /// The categories of the tool's reported errors that are the caller's mistake, if the
     /// map says ([`ToolSpecBuilder::caller_errors`]).
-    pub fn caller_errors(&self) -> Option<&[crate::failure::FailureCategory]> {
+    pub fn caller_errors(&self) -> Option<&[crate::model::failure::FailureCategory]> {
         self.caller_errors.as_deref()
     }
 
@@ -609,7 +609,7 @@ impl ToolSpecBuilder {
     /// the tool); a typed tool says it through [`Classify::blame`](crate::Classify::blame).
     pub fn caller_errors(
         mut self,
-        categories: impl IntoIterator<Item = crate::failure::FailureCategory>,
+        categories: impl IntoIterator<Item = crate::model::failure::FailureCategory>,
     ) -> Self {
         self.spec.caller_errors = Some(categories.into_iter().collect());
         self
@@ -674,7 +674,7 @@ pub struct ServerSpec {
     #[serde(rename = "server")]
     name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    caller_errors: Option<Vec<crate::failure::FailureCategory>>,
+    caller_errors: Option<Vec<crate::model::failure::FailureCategory>>,
 }
 
 impl ServerSpec {
@@ -691,7 +691,7 @@ impl ServerSpec {
     #[must_use]
     pub fn caller_errors(
         mut self,
-        categories: impl IntoIterator<Item = crate::failure::FailureCategory>,
+        categories: impl IntoIterator<Item = crate::model::failure::FailureCategory>,
     ) -> Self {
         self.caller_errors = Some(categories.into_iter().collect());
         self
@@ -703,7 +703,7 @@ impl ServerSpec {
     }
 
     /// The categories of its tools' reported errors that are the caller's mistake, if said.
-    pub fn caller_categories(&self) -> Option<&[crate::failure::FailureCategory]> {
+    pub fn caller_categories(&self) -> Option<&[crate::model::failure::FailureCategory]> {
         self.caller_errors.as_deref()
     }
 }

@@ -12,9 +12,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::capability::{AlternativeSpec, Degradation, Severity};
-use crate::id::ToolId;
-use crate::registry::ToolDef;
+use crate::model::capability::{AlternativeSpec, Degradation, Severity};
+use crate::model::id::ToolId;
+use crate::model::registry::ToolDef;
 
 /// One way to get the work done while a tool's circuit is OPEN.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -39,11 +39,11 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::breaker::{BreakerRecord, CircuitState};
-use crate::clock::Timestamp;
-use crate::failure::FailureCategory;
-use crate::group::Groups;
-use crate::id::ToolId;
+use crate::model::breaker::{BreakerRecord, CircuitState};
+use crate::model::clock::Timestamp;
+use crate::model::failure::FailureCategory;
+use crate::model::group::Groups;
+use crate::model::id::ToolId;
 
 /// One systemic failure: the tools it took down, their shared signature, the suspected cause.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -18,8 +18,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::clock::Timestamp;
-use crate::failure::FailureCategory;
+use crate::model::clock::Timestamp;
+use crate::model::failure::FailureCategory;
 
 /// A circuit another worker opened, as the store read it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

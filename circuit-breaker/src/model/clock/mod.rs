@@ -20,6 +20,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+mod timer;
+
 /// A point in wall time, in whole milliseconds since the Unix epoch (UTC).
 ///
 /// Renders and serializes as RFC 3339 (`2026-11-30T07:35:03Z`); millisecond precision is kept
@@ -139,7 +141,7 @@ pub trait WallClock: Send + Sync + 'static {
         let left = deadline.as_millis().saturating_sub(self.now().as_millis());
         let at = Instant::now().checked_add(Duration::from_millis(left));
         match at {
-            Some(at) => Sleep::new(crate::timer::Delay::until(at)),
+            Some(at) => Sleep::new(timer::Delay::until(at)),
             // Past the end of what `Instant` can hold: never.
             None => Sleep::new(std::future::pending()),
         }
