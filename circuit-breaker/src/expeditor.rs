@@ -17,7 +17,7 @@ use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use crate::engine::{Changes, Dirty, Engine, MAX_TOOLS, Verdict};
-use crate::mirror::{Mirror, OpenCheck, Slot, View};
+use crate::mirror::{Mirror, OpenCheck, Slot};
 use crate::model::breaker::{BreakerRecord, CircuitState, Via};
 use crate::model::budget::Budget;
 use crate::model::capability::{CapabilityMap, MapError, MapErrors, ToolSpec};
@@ -32,7 +32,7 @@ use crate::model::precheck::Availability;
 use crate::model::route::{Route, Routes};
 use crate::model::scope::{ScopeError, ScopeReport, Task};
 use crate::model::snapshot::{RestoreError, Snapshot};
-use crate::report::{ModelNote, PauseReport, ServerLine, StateTable, ToolOffer};
+use crate::report::{ModelNote, PauseReport, ServerLine, StateTable, ToolOffer, View};
 use crate::signal::Signal;
 use crate::sync::{AtomicU64, CachePadded, Mutex, MutexGuard, Ordering};
 

@@ -20,8 +20,8 @@
 //! share one: a tool written on (a success stamped once per step, an attempt counted) never
 //! slows the healthy path of another tool, and a tool costs the mirror 64 bytes.
 //!
-//! [`View`] joins the engine's record with these two cells: reports and snapshots read a
-//! tool through it.
+//! The report layer's view joins the engine's record with these cells ([`Mirrored`]): reports
+//! and snapshots read a tool through it.
 
 use std::sync::{Arc, OnceLock};
 
@@ -32,6 +32,7 @@ use crate::model::id::ToolId;
 use crate::model::policy::ProbeUnit;
 use crate::model::registry::ToolDef;
 use crate::model::route::ToolView;
+use crate::report::{Cells, Mirrored};
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, CachePadded, Ordering};
 
 /// The word's bit for a tool held back by a pre-call check.
@@ -343,33 +344,14 @@ impl ToolView for Mirror {
     }
 }
 
-/// The engine with the mirror's cells filled in: what reports and snapshots read.
-#[derive(Clone, Copy)]
-pub(crate) struct View<'a> {
-    pub(crate) engine: &'a Engine,
-    pub(crate) mirror: &'a Mirror,
-}
-
-impl View<'_> {
-    /// A tool's whole record (R2.1): the engine's, with the attempts counted on the lock-free
-    /// path and the last success.
-    pub(crate) fn record(&self, tool: ToolId) -> Option<BreakerRecord> {
-        let mut record = self.engine.record(tool)?.clone();
-        if let Some(slot) = self.mirror.get(tool) {
-            if record.state == CircuitState::Open {
-                record.attempts_since_open = slot.hot.attempts.load(Ordering::Acquire);
-            }
-            record.set_last_success(slot.hot.last_success());
-            record.set_cancelled(slot.hot.cancelled.load(Ordering::Acquire));
-        }
-        Some(record)
-    }
-
-    /// Every tool's record, in registration order, with its name.
-    pub(crate) fn records(&self) -> impl Iterator<Item = (ToolId, &str, BreakerRecord)> + '_ {
-        (0..self.engine.len())
-            .filter_map(|i| u32::try_from(i).ok().map(ToolId::from_index))
-            .filter_map(|id| Some((id, self.engine.name(id)?, self.record(id)?)))
+impl Mirrored for Mirror {
+    fn cells(&self, tool: ToolId) -> Option<Cells> {
+        let slot = self.get(tool)?;
+        Some(Cells {
+            attempts: slot.hot.attempts.load(Ordering::Acquire),
+            last_success: slot.hot.last_success(),
+            cancelled: slot.hot.cancelled.load(Ordering::Acquire),
+        })
     }
 }
 
