@@ -25,6 +25,7 @@ mod state_table;
 mod view;
 
 pub use mistakes::ModelMistake;
+#[cfg(feature = "json")]
 pub(crate) use mistakes::clip;
 pub use notes::ModelNote;
 pub(crate) use notes::NoteFacts;
