@@ -146,9 +146,6 @@ pub mod report;
 pub mod telemetry;
 
 pub mod expeditor;
-mod mirror;
-mod signal;
-mod sync;
 
 #[cfg(feature = "json")]
 pub mod dispatch;

@@ -25,6 +25,7 @@
 
 use std::sync::{Arc, OnceLock};
 
+use super::sync::{AtomicBool, AtomicU32, AtomicU64, CachePadded, Ordering};
 use crate::engine::{Changes, Dirty, Engine};
 use crate::model::breaker::{BreakerRecord, CircuitState, STATE_MASK, Settings, SuccessMark};
 use crate::model::clock::Timestamp;
@@ -33,7 +34,6 @@ use crate::model::policy::ProbeUnit;
 use crate::model::registry::ToolDef;
 use crate::model::route::ToolView;
 use crate::report::{Cells, Mirrored};
-use crate::sync::{AtomicBool, AtomicU32, AtomicU64, CachePadded, Ordering};
 
 /// The word's bit for a tool held back by a pre-call check.
 const GATED: u32 = 0b100;

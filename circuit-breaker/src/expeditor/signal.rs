@@ -4,7 +4,7 @@
 
 use std::task::{Context, Poll, Waker};
 
-use crate::sync::{AtomicBool, AtomicU64, Mutex, Ordering};
+use super::sync::{AtomicBool, AtomicU64, Mutex, Ordering};
 
 /// The counter and the wakers of the futures waiting for it to move.
 #[derive(Debug, Default)]
@@ -56,7 +56,7 @@ impl Signal {
         Poll::Pending
     }
 
-    fn lock(&self) -> crate::sync::MutexGuard<'_, Vec<Waker>> {
+    fn lock(&self) -> super::sync::MutexGuard<'_, Vec<Waker>> {
         self.wakers
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
