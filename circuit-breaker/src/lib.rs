@@ -147,10 +147,12 @@ pub mod telemetry;
 
 pub mod expeditor;
 
-#[cfg(feature = "json")]
-pub mod dispatch;
 mod executor;
-pub mod toolbox;
+#[cfg(feature = "json")]
+#[doc(inline)]
+pub use executor::dispatch;
+#[doc(inline)]
+pub use executor::toolbox;
 
 #[cfg(feature = "redis")]
 pub mod redis;
