@@ -137,16 +137,30 @@
 #![warn(clippy::pedantic)]
 #![allow(clippy::module_name_repetitions, clippy::must_use_candidate)]
 
-mod model;
+// The layers, from the bottom up: each names only the layers before it in this list (the
+// folders follow them; `tests/layout.rs` checks it).
 
+// Plain data: ids, the clocks, the policy, failures, the capability map, events, one tool's
+// breaker, the budget and its ledger, cascades, freshness, scope, routes, snapshots, pre-call
+// checks, what a fleet shares.
+mod model;
+#[doc(inline)]
+pub use model::{
+    capability, clock, event, failure, fleet, freshness, policy, route, scope, snapshot,
+};
+
+// The state machine as one plain value: no lock, no atomic.
 mod engine;
 
+// The reports, built from one view of the state; the `execute_tool` span calls record into.
 pub mod report;
-
 pub mod telemetry;
 
+// The engine's thread-safe shell: it decides and remembers, and never calls a tool.
 pub mod expeditor;
 
+// What calls tools: what a guarded call returns, the one call to make, the trait of a
+// toolbox's tool enum, the dispatcher by name and JSON arguments.
 mod executor;
 #[cfg(feature = "json")]
 #[doc(inline)]
@@ -154,26 +168,20 @@ pub use executor::dispatch;
 #[doc(inline)]
 pub use executor::toolbox;
 
-#[cfg(feature = "redis")]
-pub mod redis;
-
-#[cfg(feature = "otel")]
-pub mod otel;
-
-#[cfg(feature = "rig")]
-pub mod rig;
-
+// The adapters at the edge, each behind its own feature.
 #[cfg(feature = "mcp")]
 pub mod mcp;
-
-#[doc(inline)]
-pub use model::{
-    capability, clock, event, failure, fleet, freshness, policy, route, scope, snapshot,
-};
+#[cfg(feature = "otel")]
+pub mod otel;
+#[cfg(feature = "redis")]
+pub mod redis;
+#[cfg(feature = "rig")]
+pub mod rig;
 
 // temporary: engine/ and mcp/ paths
 pub(crate) use model::{breaker, budget, cascade, group, id, precheck, registry};
 
+// The names most code writes, at the root (the crate documentation above lists them).
 pub use agent_circuit_breaker_macros::{tool, toolbox};
 
 #[doc(no_inline)]
@@ -192,6 +200,9 @@ pub use policy::Policy;
 pub use route::Route;
 #[doc(no_inline)]
 pub use scope::Task;
+
+// Hidden, above every layer: what the code `#[toolbox]` generates calls, and the engine's
+// driver for the model-based test.
 
 /// Support for the code `#[toolbox]` generates. Not a public API: it may change in any
 /// release.
