@@ -4,7 +4,7 @@
 //!
 //! The record here is plain data changed by plain functions: no locks, no atomics. The engine
 //! owns every record; the expeditor publishes a small atomic mirror of it for the healthy
-//! path (`mirror.rs`).
+//! path (`expeditor/mirror.rs`).
 
 use std::fmt;
 
