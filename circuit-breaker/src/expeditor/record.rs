@@ -60,7 +60,9 @@ impl Expeditor {
     /// [`mistake_limit`](crate::Policy::mistake_limit) pauses every call until a new cycle.
     /// The JSON dispatcher calls this; call it from your own loop when the model errs before
     /// any tool is decided (a mistake a tool reported through its ticket —
-    /// [`Ticket::mistake`](super::Ticket::mistake) — is counted already).
+    /// [`Ticket::mistake`] — is counted already).
+    ///
+    /// [`Ticket::mistake`]: super::Ticket::mistake
     pub fn record_mistake(&self, mistake: &crate::report::ModelMistake) {
         use crate::engine::MistakeKind;
         use crate::report::ModelMistake;

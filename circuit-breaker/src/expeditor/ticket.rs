@@ -13,10 +13,12 @@ use crate::model::id::ToolId;
 /// Permission to call a tool once. Record the outcome with [`success`](Self::success) or
 /// [`failure`](Self::failure); a ticket dropped unrecorded is a cancellation by the caller
 /// (its future dropped by a timeout of its own, say): charged as neither, but counted
-/// ([`BreakerRecord::cancelled`](crate::report::BreakerRecord::cancelled), the state table's `Cancelled by caller` line, B13), and a
+/// ([`BreakerRecord::cancelled`], the state table's `Cancelled by caller` line, B13), and a
 /// dropped probe frees the half-open slot for the next caller. A call not made at all is
 /// given back with [`cancel`](Self::cancel), which counts nothing. A ticket dropped
 /// while its thread panics (the tool panicked) is recorded as a failure ([`PANICKED`]).
+///
+/// [`BreakerRecord::cancelled`]: crate::report::BreakerRecord::cancelled
 #[must_use = "record the call's outcome through the ticket; dropping it counts as a cancellation"]
 pub struct Ticket<'a> {
     pub(super) expeditor: &'a Expeditor,

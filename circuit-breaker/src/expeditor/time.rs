@@ -9,10 +9,12 @@ use crate::model::clock::Timestamp;
 
 impl Expeditor {
     /// Runs this expeditor as a long-running service (B15): where its policy gives no
-    /// cool-down or budget window, [`Policy::for_service`](crate::Policy::for_service)'s apply from now on, so that no
+    /// cool-down or budget window, [`Policy::for_service`]'s apply from now on, so that no
     /// OPEN circuit and no pause outlives its cause by more than its cool-down. The MCP
     /// server, the MCP client and a fleet worker call it; call it yourself for a service of
     /// your own. Idempotent.
+    ///
+    /// [`Policy::for_service`]: crate::Policy::for_service
     pub fn run_as_service(&self) {
         let now = self.now();
         self.command(|engine, changes, _| engine.run_as_service(now, changes));

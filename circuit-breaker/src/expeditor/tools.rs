@@ -1,10 +1,9 @@
 //! The expeditor's tools: by name and id, their specs, the capability map as it stands, and
 //! tools discovered at run time (R2.4, B6).
 
+use super::Expeditor;
 use crate::model::capability::{CapabilityMap, MapErrors, ToolSpec};
 use crate::model::id::ToolId;
-
-use super::Expeditor;
 
 impl Expeditor {
     /// The id of the tool named `name`, if known.

@@ -68,7 +68,9 @@ impl AlternativeSpec {
 /// Builds an [`AlternativeSpec`]; made by [`AlternativeSpec::new`].
 ///
 /// Turn it into the spec with [`build`](Self::build) or `.into()`, or hand it to anything
-/// taking `impl Into<AlternativeSpec>` (such as [`ToolSpecBuilder::alternative`](super::ToolSpecBuilder::alternative)).
+/// taking `impl Into<AlternativeSpec>` (such as [`ToolSpecBuilder::alternative`]).
+///
+/// [`ToolSpecBuilder::alternative`]: super::ToolSpecBuilder::alternative
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[must_use = "a builder does nothing until it is built or given where an alternative is taken"]
 pub struct AlternativeSpecBuilder {

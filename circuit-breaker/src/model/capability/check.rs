@@ -134,8 +134,11 @@ pub enum MapError {
         /// The tool.
         tool: String,
     },
-    /// A per-tool timeout that is not a duration, or out of range ([`MIN_TIMEOUT`](super::MIN_TIMEOUT) to
-    /// [`MAX_TIMEOUT`](super::MAX_TIMEOUT)).
+    /// A per-tool timeout that is not a duration, or out of range ([`MIN_TIMEOUT`] to
+    /// [`MAX_TIMEOUT`]).
+    ///
+    /// [`MIN_TIMEOUT`]: super::MIN_TIMEOUT
+    /// [`MAX_TIMEOUT`]: super::MAX_TIMEOUT
     InvalidTimeout {
         /// The tool.
         tool: String,

@@ -25,9 +25,11 @@ pub struct CapabilityMap {
 
 /// What a capability map says of a whole server (an MCP server the client connects): which
 /// categories of its tools' reported errors are the caller's mistake (B14), unless a tool
-/// says otherwise ([`ToolSpecBuilder::caller_errors`](super::ToolSpecBuilder::caller_errors)).
+/// says otherwise ([`ToolSpecBuilder::caller_errors`]).
 ///
 /// In YAML, beside the tools: `servers: [{ server: files, caller_errors: [not_found] }]`.
+///
+/// [`ToolSpecBuilder::caller_errors`]: super::ToolSpecBuilder::caller_errors
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServerSpec {
@@ -83,7 +85,9 @@ impl CapabilityMap {
         CapabilityMap::default()
     }
 
-    /// Adds a tool: a [`ToolSpec`] or the [`ToolSpecBuilder`](super::ToolSpecBuilder) that makes one.
+    /// Adds a tool: a [`ToolSpec`] or the [`ToolSpecBuilder`] that makes one.
+    ///
+    /// [`ToolSpecBuilder`]: super::ToolSpecBuilder
     #[must_use]
     pub fn tool(mut self, spec: impl Into<ToolSpec>) -> Self {
         self.tools.to_mut().push(spec.into());

@@ -12,8 +12,10 @@ use super::{AlternativeSpec, Text};
 /// per-tool policy overrides (R2.2).
 ///
 /// Made with [`ToolSpec::new`], which returns a [`ToolSpecBuilder`]; every API that takes a
-/// spec ([`CapabilityMap::tool`](super::CapabilityMap::tool), [`Expeditor::discover`](crate::Expeditor::discover)) takes
+/// spec ([`CapabilityMap::tool`], [`Expeditor::discover`](crate::Expeditor::discover)) takes
 /// `impl Into<ToolSpec>`, so the builder can be passed as it is.
+///
+/// [`CapabilityMap::tool`]: super::CapabilityMap::tool
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolSpec {
@@ -185,7 +187,9 @@ impl ToolSpec {
 /// Builds a [`ToolSpec`]; made by [`ToolSpec::new`].
 ///
 /// Turn it into the spec with [`build`](Self::build) or `.into()`, or hand it to anything
-/// taking `impl Into<ToolSpec>` (such as [`CapabilityMap::tool`](super::CapabilityMap::tool)).
+/// taking `impl Into<ToolSpec>` (such as [`CapabilityMap::tool`]).
+///
+/// [`CapabilityMap::tool`]: super::CapabilityMap::tool
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[must_use = "a builder does nothing until it is built or given where a spec is taken"]
 pub struct ToolSpecBuilder {
@@ -265,7 +269,10 @@ impl ToolSpecBuilder {
 
     /// Gives each call of the tool a deadline (B13): a call that has not answered `timeout`
     /// after it started is recorded as a failure of category timeout. From
-    /// [`MIN_TIMEOUT`](super::MIN_TIMEOUT) to [`MAX_TIMEOUT`](super::MAX_TIMEOUT); validation reports any other.
+    /// [`MIN_TIMEOUT`] to [`MAX_TIMEOUT`]; validation reports any other.
+    ///
+    /// [`MIN_TIMEOUT`]: super::MIN_TIMEOUT
+    /// [`MAX_TIMEOUT`]: super::MAX_TIMEOUT
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.spec.timeout = Some(TimeoutSpec::Set(timeout));
         self
@@ -278,8 +285,10 @@ impl ToolSpecBuilder {
         self
     }
 
-    /// The spec. It is not validated here: [`CapabilityMap::validate`](super::CapabilityMap::validate) (or the expeditor's
+    /// The spec. It is not validated here: [`CapabilityMap::validate`] (or the expeditor's
     /// build) checks it with the rest of the map.
+    ///
+    /// [`CapabilityMap::validate`]: super::CapabilityMap::validate
     pub fn build(self) -> ToolSpec {
         self.spec
     }

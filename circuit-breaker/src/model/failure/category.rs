@@ -40,7 +40,9 @@ pub enum FailureCategory {
     NotFound,
     /// Tool-local: the call's input was rejected — an invalid argument (`EINVAL`,
     /// `io::ErrorKind::InvalidInput`), invalid params, HTTP 400 and 422, an input the tool's
-    /// domain does not accept. Whose mistake that is, is the failure's [`Blame`](super::Blame).
+    /// domain does not accept. Whose mistake that is, is the failure's [`Blame`].
+    ///
+    /// [`Blame`]: super::Blame
     InvalidInput,
     /// Tool-local: anything else — a command's own non-zero exit status, an error that says
     /// nothing more.

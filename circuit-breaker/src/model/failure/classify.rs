@@ -12,7 +12,7 @@ use super::category::io_kind_category;
 use super::text::guess_from_display;
 
 /// An error that knows its [`FailureCategory`]. Implement it for a tool's error type to make
-/// cascade detection exact instead of guessed from messages; [`Failure::classified`](super::Failure::classified) and the
+/// cascade detection exact instead of guessed from messages; [`Failure::classified`] and the
 /// `#[tool]` macro use it before anything else.
 ///
 /// ```
@@ -63,13 +63,17 @@ use super::text::guess_from_display;
 /// }
 /// assert_eq!(Failure::classified(&CalcError::DivisionByZero).blame(), Blame::Caller);
 /// ```
+///
+/// [`Failure::classified`]: super::Failure::classified
 pub trait Classify {
     /// The category of this error.
     fn category(&self) -> FailureCategory;
 
     /// How long the tool asked to be left alone, if it said (an HTTP `Retry-After`, a rate
     /// limit's reset): the cool-down of the opening this failure causes, bounded by the
-    /// policy (B13). Parse a header with [`parse_retry_after`](super::parse_retry_after).
+    /// policy (B13). Parse a header with [`parse_retry_after`].
+    ///
+    /// [`parse_retry_after`]: super::parse_retry_after
     fn retry_after(&self) -> Option<Duration> {
         None
     }
@@ -90,7 +94,9 @@ pub enum Blame {
     #[default]
     Tool,
     /// What the tool depends on — its server — could not be reached: one event for all the
-    /// server's tools, charged once (B10). [`Failure::server_unreachable`](super::Failure::server_unreachable) marks it.
+    /// server's tools, charged once (B10). [`Failure::server_unreachable`] marks it.
+    ///
+    /// [`Failure::server_unreachable`]: super::Failure::server_unreachable
     Dependency,
     /// The caller — the model — made a mistake: invalid arguments, a resource the call named
     /// that does not exist, an input the tool's domain rejects. Answered and counted, never
