@@ -192,8 +192,8 @@ pub use scope::Task;
 #[doc(hidden)]
 pub mod __private;
 
-#[doc(hidden)]
-pub mod __engine;
+#[cfg(test)]
+mod model_test;
 
 /// The Rust examples of the README and of `docs/`, compiled and run as doctests. The paths
 /// stay inside the package: `circuit-breaker/README.md` and `circuit-breaker/docs` are links
