@@ -178,9 +178,6 @@ pub mod redis;
 #[cfg(feature = "rig")]
 pub mod rig;
 
-// temporary: engine/ and mcp/ paths
-pub(crate) use model::{breaker, budget, cascade, group, id, precheck, registry};
-
 // The names most code writes, at the root (the crate documentation above lists them).
 pub use agent_circuit_breaker_macros::{tool, toolbox};
 
@@ -209,8 +206,8 @@ pub use scope::Task;
 #[doc(hidden)]
 pub mod __private;
 
-#[doc(hidden)]
-pub mod __engine;
+#[cfg(test)]
+mod model_test;
 
 /// The Rust examples of the README and of `docs/`, compiled and run as doctests. The paths
 /// stay inside the package: `circuit-breaker/README.md` and `circuit-breaker/docs` are links

@@ -4,10 +4,10 @@
 //! clock.
 
 use super::{Changes, Dirty, Engine, MistakeCount, PauseReason, transition_event};
-use crate::breaker::{BreakerRecord, CircuitState};
+use crate::model::breaker::{BreakerRecord, CircuitState};
 use crate::clock::Timestamp;
 use crate::event::Event;
-use crate::id::ToolId;
+use crate::model::id::ToolId;
 
 /// What runs on wall time (B13, B15): the jitter's draws, when anything timed is next due,
 /// and a systemic pause's cool-down.

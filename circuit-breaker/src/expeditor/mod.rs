@@ -52,7 +52,7 @@ mod fleet;
 
 // The lock-free parts: the mirror the healthy path reads, the signal the watches wait on,
 // and the locks and atomics (std's, or shuttle's under the model check).
-mod mirror;
+pub(crate) mod mirror;
 mod signal;
 mod sync;
 

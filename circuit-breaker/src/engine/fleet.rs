@@ -1,0 +1,326 @@
+//! Tool health shared with a fleet of workers through a store (B11): circuits opened here by
+//! a shared category are told to the fleet, circuits another worker opened go OPEN here, and
+//! the store grants a shared circuit's probe to one worker. Decisions stay local, and while
+//! the store is unreachable they are this worker's alone.
+
+use super::{Changes, Engine, PauseReason};
+use crate::model::breaker::{CircuitState, Transition};
+use crate::model::cascade::SystemicEvent;
+use crate::clock::Timestamp;
+use crate::event::Event;
+use crate::failure::{Failure, FailureCategory};
+use crate::fleet::{SharedOpen, SharedTransition, StoreStatus};
+
+/// One tool's standing with the fleet (B11).
+#[derive(Debug, Clone, Default)]
+pub(super) struct FleetSlot {
+    /// Its circuit is the fleet's: opened here by a shared category, or by another worker.
+    pub(super) shared: bool,
+    /// Opened by another worker: who, and what it said.
+    remote: Option<SharedOpen>,
+    /// The store granted this worker its probe.
+    pub(super) granted: bool,
+    /// Its probe is due and waits for the store's grant.
+    pub(super) wanted: bool,
+}
+
+/// The fleet this worker shares tool health with (B11).
+#[derive(Debug)]
+pub(super) struct Fleet {
+    store: String,
+    pub(super) slots: Vec<FleetSlot>,
+    /// Since when, and why, the store is unreachable: decisions are local meanwhile.
+    pub(super) unreachable: Option<(Timestamp, String)>,
+}
+
+impl Engine {
+    /// Shares tool health with a fleet through `store` (B11); before any tool is registered.
+    pub(crate) fn enable_fleet(&mut self, store: String) {
+        self.fleet = Some(Fleet {
+            store,
+            slots: vec![FleetSlot::default(); self.records.len()],
+            unreachable: None,
+        });
+    }
+
+    /// A transition of tool `i` here: a circuit opened (or re-opened by its probe) by a
+    /// shared category is told to the fleet; a granted probe that failed is ended.
+    pub(super) fn fleet_opened_here(&mut self, i: usize, t: Transition, changes: &mut Changes) {
+        let Some(fleet) = &mut self.fleet else {
+            return;
+        };
+        let Some(slot) = fleet.slots.get_mut(i) else {
+            return;
+        };
+        let tool = self.defs[i].spec.name().to_owned();
+        if t == Transition::Reopened && slot.granted {
+            slot.granted = false;
+            changes
+                .shared
+                .push(SharedTransition::ProbeEnded { tool: tool.clone() });
+        }
+        if !matches!(t, Transition::Opened | Transition::Reopened) {
+            return;
+        }
+        let Some(mark) = self.records[i].last_failure() else {
+            return;
+        };
+        let category = mark.failure.category();
+        if category.is_shared() || slot.shared {
+            slot.shared = true;
+            changes.shared.push(SharedTransition::Opened {
+                tool,
+                message: mark.failure.summary().into_owned(),
+                category,
+            });
+        }
+    }
+
+    /// Tool `i`'s probe closed it here: a shared circuit is closed for the fleet.
+    pub(super) fn fleet_closed_here(&mut self, i: usize, changes: &mut Changes) {
+        if let Some(slot) = self.fleet.as_mut().and_then(|f| f.slots.get_mut(i)) {
+            if slot.shared {
+                changes.shared.push(SharedTransition::Closed {
+                    tool: self.defs[i].spec.name().to_owned(),
+                });
+            }
+            *slot = FleetSlot::default();
+        }
+    }
+
+    /// Tool `i`'s granted probe was dropped: the store may grant it to another worker.
+    pub(super) fn fleet_probe_ended(&mut self, i: usize, changes: &mut Changes) {
+        if let Some(slot) = self.fleet.as_mut().and_then(|f| f.slots.get_mut(i))
+            && slot.granted
+        {
+            slot.granted = false;
+            changes.shared.push(SharedTransition::ProbeEnded {
+                tool: self.defs[i].spec.name().to_owned(),
+            });
+        }
+    }
+
+    /// Another worker opened `tool` (B11): OPEN here too, its failure written down (not
+    /// charged to this worker's budget), its probe the fleet's. Returns `false` for a name
+    /// that is no tool here, or when no fleet is attached.
+    pub(crate) fn fleet_open(
+        &mut self,
+        tool: &str,
+        open: SharedOpen,
+        step: u64,
+        now: Timestamp,
+        changes: &mut Changes,
+    ) -> bool {
+        let Some(id) = self.id(tool) else {
+            return false;
+        };
+        let i = id.index() as usize;
+        let Some(slot) = self.fleet.as_mut().and_then(|f| f.slots.get_mut(i)) else {
+            return false;
+        };
+        slot.shared = true;
+        let record = &mut self.records[i];
+        let known = slot
+            .remote
+            .as_ref()
+            .is_some_and(|r| r.worker == open.worker);
+        let takes_it_down = record.state == CircuitState::Closed
+            || (record.state == CircuitState::HalfOpen && record.probe.is_none());
+        if takes_it_down {
+            let failure = Failure::with_category(
+                format!("{} (opened by {})", open.message, open.worker),
+                open.category,
+            );
+            record.go_down(now, step, failure);
+            changes.attempts.push((id, 0));
+            changes.touch(id);
+            changes.events.push(Event::SharedOpened {
+                tool: tool.to_owned(),
+                worker: open.worker.clone(),
+                message: open.message.clone(),
+            });
+            self.shares = None;
+        } else if !known {
+            changes.touch(id);
+        }
+        slot.remote = Some(open);
+        true
+    }
+
+    /// `tool`'s shared OPEN state ended in the store (B11): `closed` by another worker's
+    /// probe (CLOSED here too, unless a probe of its own is in flight), or expired (the
+    /// circuit goes on by this worker's own breaker, its probe still the fleet's).
+    pub(crate) fn fleet_cleared(
+        &mut self,
+        tool: &str,
+        closed: bool,
+        changes: &mut Changes,
+    ) -> bool {
+        let Some(id) = self.id(tool) else {
+            return false;
+        };
+        let i = id.index() as usize;
+        let Some(slot) = self.fleet.as_mut().and_then(|f| f.slots.get_mut(i)) else {
+            return false;
+        };
+        if !slot.shared {
+            return false;
+        }
+        let record = &self.records[i];
+        if closed && record.state != CircuitState::Closed && record.probe.is_none() {
+            *slot = FleetSlot::default();
+            self.bring_back(id, changes);
+            changes.events.push(Event::SharedClosed {
+                tool: tool.to_owned(),
+            });
+            return true;
+        }
+        if slot.remote.take().is_some() {
+            changes.touch(id);
+        }
+        true
+    }
+
+    /// The store granted this worker the probe of `tool` (B11). Returns `false` when its
+    /// probe is not wanted here (the store gives the grant back).
+    pub(crate) fn fleet_grant(&mut self, tool: &str) -> bool {
+        let Some(id) = self.id(tool) else {
+            return false;
+        };
+        let Some(slot) = self
+            .fleet
+            .as_mut()
+            .and_then(|f| f.slots.get_mut(id.index() as usize))
+        else {
+            return false;
+        };
+        if slot.wanted && slot.shared {
+            slot.wanted = false;
+            slot.granted = true;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The shared circuits whose probe is due here and waits for the store's grant.
+    pub(crate) fn fleet_wanted(&self) -> Vec<String> {
+        let Some(fleet) = &self.fleet else {
+            return Vec::new();
+        };
+        fleet
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.wanted && !s.granted)
+            .filter_map(|(i, _)| self.defs.get(i).map(|d| d.spec.name().to_owned()))
+            .collect()
+    }
+
+    /// The store cannot be reached (B11): local decisions alone until it answers.
+    pub(crate) fn fleet_unreachable(&mut self, why: String, now: Timestamp, changes: &mut Changes) {
+        let Some(fleet) = &mut self.fleet else {
+            return;
+        };
+        if fleet.unreachable.is_some() {
+            return;
+        }
+        for slot in &mut fleet.slots {
+            slot.wanted = false;
+        }
+        changes.events.push(Event::StoreUnavailable {
+            store: fleet.store.clone(),
+            message: why.clone(),
+        });
+        fleet.unreachable = Some((now, why));
+        changes.touch_all();
+    }
+
+    /// The store answers again (B11): what opened here meanwhile is told to the fleet.
+    pub(crate) fn fleet_reachable(&mut self, changes: &mut Changes) {
+        let Some(fleet) = &mut self.fleet else {
+            return;
+        };
+        if fleet.unreachable.take().is_none() {
+            return;
+        }
+        changes.events.push(Event::StoreRestored {
+            store: fleet.store.clone(),
+        });
+        for (i, slot) in fleet.slots.iter_mut().enumerate() {
+            slot.granted = false;
+            let record = &self.records[i];
+            let Some(mark) = record.last_failure() else {
+                continue;
+            };
+            if record.state != CircuitState::Closed && slot.shared && slot.remote.is_none() {
+                changes.shared.push(SharedTransition::Opened {
+                    tool: self.defs[i].spec.name().to_owned(),
+                    message: mark.failure.summary().into_owned(),
+                    category: mark.failure.category(),
+                });
+            }
+        }
+        changes.touch_all();
+    }
+
+    /// Another worker detected a systemic failure (R9, B11): every call pauses here too, as
+    /// the same one event (charged to that worker's budget, not this one's).
+    pub(crate) fn fleet_systemic(
+        &mut self,
+        pattern: String,
+        tools: Vec<String>,
+        category: Option<FailureCategory>,
+        step: u64,
+        now: Timestamp,
+        changes: &mut Changes,
+    ) -> bool {
+        if self.fleet.is_none() || self.cascade.active() {
+            return false;
+        }
+        let event = SystemicEvent {
+            category,
+            pattern,
+            tools,
+            step,
+            at: now,
+            recovered: false,
+        };
+        self.cascade.involved = event.tools.iter().filter_map(|t| self.id(t)).collect();
+        changes.events.push(Event::Systemic {
+            pattern: event.pattern.clone(),
+            cause: event.cause().to_owned(),
+            tools: event.tools.clone(),
+        });
+        self.cascade.event = Some(event);
+        self.halt = Some(PauseReason::Systemic { category });
+        for precheck in &mut self.prechecks {
+            precheck.result = None;
+        }
+        changes.touch_all();
+        true
+    }
+
+    /// The fleet's store and what it says, for the reports (B11).
+    pub(crate) fn fleet_status(&self) -> Option<StoreStatus> {
+        let fleet = self.fleet.as_ref()?;
+        Some(StoreStatus {
+            store: fleet.store.clone(),
+            unreachable: fleet.unreachable.clone(),
+            opened_elsewhere: fleet
+                .slots
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| {
+                    self.records
+                        .get(*i)
+                        .is_some_and(|r| r.state != CircuitState::Closed)
+                })
+                .filter_map(|(i, s)| {
+                    let remote = s.remote.as_ref()?;
+                    Some((self.defs[i].spec.name().to_owned(), remote.worker.clone()))
+                })
+                .collect(),
+        })
+    }
+}

@@ -1,0 +1,122 @@
+//! Registering tools: a map's tools in one batch, whose alternatives may name each other,
+//! and a tool found at run time, checked like a map entry.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::fleet::FleetSlot;
+use super::{Changes, Engine};
+use crate::model::breaker::BreakerRecord;
+use crate::capability::{MapError, MapErrors, ToolSpec, check_tool};
+use crate::event::Event;
+use crate::freshness::FreshnessProfile;
+use crate::model::id::ToolId;
+use crate::model::precheck::Precheck;
+use crate::model::registry::ToolDef;
+
+/// The most tools one expeditor holds.
+pub(crate) const MAX_TOOLS: usize = (u32::MAX - 1) as usize;
+
+impl Engine {
+    /// Registers `specs` in order. Their alternatives may name tools already known or any
+    /// tool of the batch (ids are planned ahead); an alternative naming no tool stays in
+    /// place, unresolved, and is never routed to. Checking the specs is the caller's.
+    pub(crate) fn register(&mut self, specs: Vec<ToolSpec>, changes: &mut Changes) -> Vec<ToolId> {
+        let first = self.records.len();
+        let room = MAX_TOOLS.saturating_sub(first);
+        let specs: Vec<ToolSpec> = specs.into_iter().take(room).collect();
+        let planned: HashMap<&str, ToolId> = specs
+            .iter()
+            .enumerate()
+            .filter_map(|(k, s)| {
+                let id = u32::try_from(first + k).ok()?;
+                Some((s.name(), ToolId::from_index(id)))
+            })
+            .collect();
+        let defs: Vec<ToolDef> = specs
+            .iter()
+            .map(|spec| {
+                ToolDef::new(spec.clone(), &self.policy, |name| {
+                    self.names.get(name).or_else(|| planned.get(name)).copied()
+                })
+            })
+            .collect();
+        drop(planned);
+        let mut ids = Vec::with_capacity(defs.len());
+        for def in defs {
+            let Ok(index) = u32::try_from(self.records.len()) else {
+                break;
+            };
+            let id = ToolId::from_index(index);
+            let def = Arc::new(def);
+            let name = def.spec.name();
+            self.names.entry(def.name.clone()).or_insert(id);
+            let disallowed = self
+                .allowed
+                .as_ref()
+                .is_some_and(|allowed| !allowed.iter().any(|a| a == name));
+            self.prechecks.push(Precheck {
+                result: None,
+                disallowed,
+            });
+            if def.spec.is_caching() {
+                self.freshness.set_profile(
+                    name,
+                    FreshnessProfile {
+                        caches: true,
+                        source: None,
+                    },
+                );
+            }
+            self.records.push(BreakerRecord::default());
+            if let Some(fleet) = &mut self.fleet {
+                fleet.slots.push(FleetSlot::default());
+            }
+            self.groups.register(id, def.spec.server());
+            self.defs.push(Arc::clone(&def));
+            changes.registered.push((id, def));
+            changes.touch(id);
+            ids.push(id);
+        }
+        self.shares = None;
+        ids
+    }
+
+    /// Registers a tool found at run time (R2.4, B6), checked like a map entry (R1.4).
+    pub(crate) fn discover(
+        &mut self,
+        spec: ToolSpec,
+        changes: &mut Changes,
+    ) -> Result<ToolId, MapErrors> {
+        if let Some(id) = self.id(spec.name()) {
+            let same = self.def(id).is_some_and(|d| d.spec == spec);
+            return if same {
+                Ok(id)
+            } else {
+                Err(MapErrors(vec![MapError::DuplicateTool {
+                    tool: spec.name().to_owned(),
+                    first: id.index() as usize,
+                    index: self.records.len(),
+                }]))
+            };
+        }
+        let mut errors = Vec::new();
+        let index = self.records.len();
+        if spec.name().trim().is_empty() {
+            errors.push(MapError::EmptyName { index });
+        }
+        if index >= MAX_TOOLS {
+            errors.push(MapError::TooManyTools { limit: MAX_TOOLS });
+        }
+        check_tool(&spec, index, &self.names_in_order(), &mut errors);
+        if !errors.is_empty() {
+            return Err(MapErrors(errors));
+        }
+        let name = spec.name().to_owned();
+        let id = self.register(vec![spec], changes);
+        changes.events.push(Event::ToolDiscovered { tool: name });
+        id.first()
+            .copied()
+            .ok_or(MapErrors(vec![MapError::TooManyTools { limit: MAX_TOOLS }]))
+    }
+}

@@ -1,0 +1,418 @@
+//! [`McpClientBuilder`]: the servers (child processes or any rmcp transport), the overlay,
+//! the policy and the deadlines; `build` connects every server and builds the expeditor
+//! over the run-time map.
+
+use std::fmt::{self, Write as _};
+use std::future::Future;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::Duration;
+
+use rmcp::transport::{IntoTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt as _};
+
+use super::connect::{
+    ConnectFuture, Connected, Connector, Handler, Server, ServerCommand, Spawn, connect_all,
+};
+use super::health::spawn_checks;
+use super::overlay::run_time_map;
+use super::tools::{Entry, Tools};
+use super::{
+    DEFAULT_CALLER_ERRORS, DEFAULT_CONNECT_TIMEOUT, DEFAULT_DEADLINE, DEFAULT_HEALTH_TTL,
+    DEFAULT_PING_TIMEOUT, Inner, McpClient, McpClientError, OverlayProblem,
+};
+use crate::Availability;
+use crate::Policy;
+use crate::capability::{CapabilityMap, ServerSpec, did_you_mean};
+use crate::expeditor::{Expeditor, ExpeditorBuilder};
+
+struct ServerConfig {
+    name: String,
+    connector: Connector,
+    /// `network.transport` of the conventions (B12): `pipe` for a child's stdio.
+    transport: Option<&'static str>,
+}
+
+type Configure = Box<dyn FnOnce(ExpeditorBuilder) -> ExpeditorBuilder + Send>;
+
+/// Builds an [`McpClient`]: the servers, the overlay, the policy, deadlines. Made by
+/// [`McpClient::builder`].
+#[must_use = "a builder does nothing until it is built"]
+pub struct McpClientBuilder {
+    servers: Vec<ServerConfig>,
+    overlay: Option<CapabilityMap>,
+    policy: Option<Policy>,
+    configure: Vec<Configure>,
+    deadline: Duration,
+    deadlines: Vec<(String, Duration)>,
+    health_ttl: Duration,
+    ping_timeout: Duration,
+    connect_timeout: Duration,
+    qualify: Option<String>,
+    check_every: Option<Duration>,
+}
+
+impl Default for McpClientBuilder {
+    fn default() -> Self {
+        McpClientBuilder {
+            servers: Vec::new(),
+            overlay: None,
+            policy: None,
+            configure: Vec::new(),
+            deadline: DEFAULT_DEADLINE,
+            deadlines: Vec::new(),
+            health_ttl: DEFAULT_HEALTH_TTL,
+            ping_timeout: DEFAULT_PING_TIMEOUT,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            qualify: None,
+            check_every: None,
+        }
+    }
+}
+
+impl fmt::Debug for McpClientBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpClientBuilder")
+            .field(
+                "servers",
+                &self.servers.iter().map(|s| &s.name).collect::<Vec<_>>(),
+            )
+            .field("overlay", &self.overlay)
+            .field("policy", &self.policy)
+            .field("deadline", &self.deadline)
+            .field("deadlines", &self.deadlines)
+            .field("health_ttl", &self.health_ttl)
+            .field("qualify", &self.qualify)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpClientBuilder {
+    /// A server started as a child process and spoken to over its stdin and stdout (its
+    /// stderr is inherited; the command's own stdio settings are not used). The command's
+    /// program, arguments, environment changes and working directory are kept, so that a
+    /// reconnect spawns it again. [`McpClient::process_id`] gives its pid.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), agent_circuit_breaker::mcp::McpClientError> {
+    /// use agent_circuit_breaker::mcp::McpClient;
+    /// use std::process::Command;
+    ///
+    /// let tools = McpClient::builder()
+    ///     .child("files", Command::new("mcp-files").args(["--root", "."]))
+    ///     .build()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn child(mut self, name: impl Into<String>, command: impl ServerCommand) -> Self {
+        let command = Spawn::of(command.as_std_command());
+        let connector: Connector = Arc::new(move |handler: Handler| {
+            let command = command.clone();
+            Box::pin(async move {
+                let transport = TokioChildProcess::new(command.command())
+                    .map_err(|e| format!("could not start {}: {e}", command.program.display()))?;
+                let pid = transport.id();
+                let running = handler
+                    .serve(transport)
+                    .await
+                    .map_err(|e| format!("initialize failed: {e}"))?;
+                Ok(Connected { running, pid })
+            }) as ConnectFuture
+        });
+        self.servers.push(ServerConfig {
+            name: name.into(),
+            connector,
+            transport: Some("pipe"),
+        });
+        self
+    }
+
+    /// A server reached through any rmcp transport: `factory` makes a new one each time it
+    /// is called — when the client is built, and again on every reconnect. Anything rmcp
+    /// takes as a client transport will do: a `TokioChildProcess`, a TCP or Unix stream, one
+    /// end of `tokio::io::duplex` (an in-process server), a streamable-HTTP client.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), agent_circuit_breaker::mcp::McpClientError> {
+    /// use agent_circuit_breaker::mcp::McpClient;
+    ///
+    /// let tools = McpClient::builder()
+    ///     .connect("search", || async {
+    ///         tokio::net::TcpStream::connect("127.0.0.1:7001").await
+    ///     })
+    ///     .build()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn connect<F, Fut, T, E, A, X>(mut self, name: impl Into<String>, factory: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<T, X>> + Send + 'static,
+        T: IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+        X: fmt::Display,
+        A: 'static,
+    {
+        let connector: Connector = Arc::new(move |handler: Handler| {
+            let transport = factory();
+            Box::pin(async move {
+                let transport = transport
+                    .await
+                    .map_err(|e| format!("the transport could not be made: {e}"))?;
+                let running = handler
+                    .serve(transport)
+                    .await
+                    .map_err(|e| format!("initialize failed: {e}"))?;
+                Ok(Connected { running, pid: None })
+            }) as ConnectFuture
+        });
+        self.servers.push(ServerConfig {
+            name: name.into(),
+            connector,
+            transport: None,
+        });
+        self
+    }
+
+    /// What the servers' listings do not say (B6): per tool, by the name the model calls it,
+    /// what it provides, its alternatives (tools on other servers too), their degradations,
+    /// its fallback, threshold, probe interval, and whether it caches. An empty `provides`
+    /// or `fallback` and an empty list of alternatives keep what the listing gave. Load it
+    /// from the source document's YAML shape with any serde format. A tool the overlay names that no
+    /// server lists is an error of [`build`](Self::build), with "did you mean".
+    pub fn overlay(mut self, map: CapabilityMap) -> Self {
+        self.overlay = Some(map);
+        self
+    }
+
+    /// The policy (default: [`Policy::default`]).
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = Some(policy);
+        self
+    }
+
+    /// Anything else of the expeditor: its clock, its observers.
+    ///
+    /// ```no_run
+    /// # fn demo(builder: agent_circuit_breaker::mcp::McpClientBuilder) {
+    /// let builder = builder.expeditor(|b| b.observer(|event: &agent_circuit_breaker::event::Event| {
+    ///     eprintln!("{event}");
+    /// }));
+    /// # }
+    /// ```
+    pub fn expeditor(
+        mut self,
+        configure: impl FnOnce(ExpeditorBuilder) -> ExpeditorBuilder + Send + 'static,
+    ) -> Self {
+        self.configure.push(Box::new(configure));
+        self
+    }
+
+    /// The deadline of every call (default [`DEFAULT_DEADLINE`], 30 s): a call that has not
+    /// answered by then fails with the category timeout, a failure of the tool (the server
+    /// is told the request is abandoned).
+    ///
+    /// A tool's own `timeout` in the overlay (`timeout: 2s`, B13) takes precedence over this
+    /// and over [`deadline_for`](Self::deadline_for): the tool knows best how long it may
+    /// take. These deadlines run on tokio's timer, the client's runtime, not on the
+    /// expeditor's clock.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// The deadline of the calls to one server's tools, instead of [`deadline`](Self::deadline).
+    pub fn deadline_for(mut self, server: impl Into<String>, deadline: Duration) -> Self {
+        self.deadlines.push((server.into(), deadline));
+        self
+    }
+
+    /// How long a server's health check (`ping`) is trusted (default
+    /// [`DEFAULT_HEALTH_TTL`], 10 s): a call after that checks again first. A check that
+    /// failed also stands this long: within it the server's probes are refused without
+    /// connecting again, so a dead server is not respawned on every call.
+    pub fn health_ttl(mut self, ttl: Duration) -> Self {
+        self.health_ttl = ttl;
+        self
+    }
+
+    /// How long a `ping` may take (default [`DEFAULT_PING_TIMEOUT`], 5 s; never more than
+    /// the server's deadline).
+    pub fn ping_timeout(mut self, timeout: Duration) -> Self {
+        self.ping_timeout = timeout;
+        self
+    }
+
+    /// How long connecting to a server may take: starting it, `initialize` (default
+    /// [`DEFAULT_CONNECT_TIMEOUT`], 30 s). Listing its tools has the call deadline.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Names every tool `<server><separator><tool>` (`files.read_file` with `"."`), so that
+    /// servers listing the same tool name can be used together; without it, such names are
+    /// an error of [`build`](Self::build). The overlay uses these names too; a call sends
+    /// the server its own name. Model APIs that allow only `[a-zA-Z0-9_-]` in tool names
+    /// want `"__"` or `"_"` rather than `"."`.
+    pub fn qualify_names(mut self, separator: impl Into<String>) -> Self {
+        self.qualify = Some(separator.into());
+        self
+    }
+
+    /// Runs [`McpClient::check`] in the background every `interval` while the client lives
+    /// (off by default): down servers are probed by their health check when due, so their
+    /// tools come back to the offer without a call (an [`McpServer`](crate::mcp::McpServer)
+    /// proxy's clients are then told `list_changed`). Needs a Tokio runtime at
+    /// [`build`](Self::build).
+    pub fn check_every(mut self, interval: Duration) -> Self {
+        self.check_every = Some(interval);
+        self
+    }
+
+    fn check_config(&self) -> Result<(), McpClientError> {
+        if self.servers.is_empty() {
+            return Err(McpClientError::Config(
+                "no MCP server: add one with child(..) or connect(..)".to_owned(),
+            ));
+        }
+        let mut problems = Vec::new();
+        for (i, server) in self.servers.iter().enumerate() {
+            if server.name.trim().is_empty() {
+                problems.push(format!("server #{} has an empty name", i + 1));
+            } else if self.servers[..i].iter().any(|s| s.name == server.name) {
+                problems.push(format!("server `{}` is given twice", server.name));
+            }
+        }
+        for (server, _) in &self.deadlines {
+            if !self.servers.iter().any(|s| s.name == *server) {
+                let names = self.servers.iter().map(|s| s.name.as_str());
+                let mut problem = format!("deadline_for names `{server}`, which is no server");
+                if let Some(s) = did_you_mean(server, names) {
+                    let _ = write!(problem, "; did you mean `{s}`?");
+                }
+                problems.push(problem);
+            }
+        }
+        if self.deadline.is_zero() || self.deadlines.iter().any(|(_, d)| d.is_zero()) {
+            problems.push("a deadline of zero".to_owned());
+        }
+        let unknown: Vec<OverlayProblem> = self
+            .overlay
+            .iter()
+            .flat_map(CapabilityMap::servers)
+            .filter(|s| !self.servers.iter().any(|c| c.name == s.name()))
+            .map(|s| OverlayProblem::UnknownServer {
+                server: s.name().to_owned(),
+                suggestion: did_you_mean(s.name(), self.servers.iter().map(|c| c.name.as_str()))
+                    .map(str::to_owned),
+            })
+            .collect();
+        if problems.is_empty() && !unknown.is_empty() {
+            return Err(McpClientError::Overlay(unknown));
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(McpClientError::Config(problems.join("; ")))
+        }
+    }
+
+    /// Connects every server (at once), lists their tools, applies the overlay and builds
+    /// the expeditor over the run-time map: every listed tool on its server, what it
+    /// provides from the first line of its description (or "capability of server X"), a
+    /// fallback naming the server; then what the overlay says.
+    ///
+    /// # Errors
+    /// [`McpClientError`]: the configuration, a server that could not be connected (every
+    /// connection made is closed again), tool names listed by two servers, the overlay's
+    /// problems (all of them), or the map's (R1.4).
+    pub async fn build(self) -> Result<McpClient, McpClientError> {
+        self.check_config()?;
+        let servers: Vec<Arc<Server>> = self
+            .servers
+            .into_iter()
+            .enumerate()
+            .map(|(index, config)| {
+                let deadline = self
+                    .deadlines
+                    .iter()
+                    .rev()
+                    .find(|(s, _)| *s == config.name)
+                    .map_or(self.deadline, |(_, d)| *d);
+                let caller_errors = self
+                    .overlay
+                    .as_ref()
+                    .and_then(|o| o.servers().iter().rfind(|s| s.name() == config.name))
+                    .and_then(ServerSpec::caller_categories)
+                    .map_or_else(|| DEFAULT_CALLER_ERRORS.to_vec(), <[_]>::to_vec);
+                Arc::new(Server {
+                    name: config.name,
+                    index,
+                    deadline,
+                    connector: config.connector,
+                    transport: config.transport,
+                    link: Mutex::new(None),
+                    reconnecting: tokio::sync::Mutex::new(()),
+                    health: Mutex::new(None),
+                    connections: AtomicU64::new(0),
+                    client: OnceLock::new(),
+                    caller_errors,
+                })
+            })
+            .collect();
+        let listings = connect_all(&servers, self.connect_timeout, self.qualify.as_deref()).await?;
+        let mut specs = run_time_map(&servers, listings, self.overlay.as_ref())?;
+        let map = specs
+            .iter()
+            .fold(CapabilityMap::new(), |map, (_, _, spec)| {
+                map.tool(spec.clone())
+            });
+        let mut builder = Expeditor::builder(map);
+        if let Some(policy) = self.policy {
+            builder = builder.policy(policy);
+        }
+        for configure in self.configure {
+            builder = configure(builder);
+        }
+        let expeditor = builder.build().map_err(McpClientError::Map)?;
+
+        let mut table = Tools::default();
+        for (server, tool, _) in specs.drain(..) {
+            let Some(id) = expeditor.tool(&tool.name) else {
+                continue;
+            };
+            table.by_name.insert(tool.name.clone(), table.entries.len());
+            table.entries.push(Arc::new(Entry {
+                id,
+                server,
+                remote: tool.remote,
+                definition: tool.definition,
+                listed: true,
+            }));
+        }
+        let inner = Arc::new(Inner {
+            expeditor,
+            servers: servers.into_boxed_slice(),
+            tools: RwLock::new(table),
+            qualify: self.qualify,
+            health_ttl: self.health_ttl,
+            ping_timeout: self.ping_timeout,
+            connect_timeout: self.connect_timeout,
+        });
+        for server in &inner.servers {
+            let _ = server.client.set(Arc::downgrade(&inner));
+            // Connected, initialized and listed: the server's first health check passed.
+            server.set_health(None);
+            inner
+                .expeditor
+                .record_server_check(&server.name, Availability::Available);
+        }
+        if let Some(interval) = self.check_every {
+            // Checked in the background: a long-running client, healing by time (B15).
+            inner.expeditor.run_as_service();
+            spawn_checks(Arc::downgrade(&inner), interval);
+        }
+        Ok(McpClient { inner })
+    }
+}

@@ -1,0 +1,168 @@
+//! The tools the servers list, as the client names and shows them: one entry per tool with
+//! its server and the server's own name for it, kept up to date when a server lists its
+//! tools again.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, PoisonError};
+
+use rmcp::model::Tool;
+use serde_json::{Map, Value};
+
+use super::Inner;
+use super::connect::Server;
+use super::overlay::default_spec;
+use crate::dispatch::ToolDefinition;
+use crate::expeditor::ToolId;
+
+/// One tool as the client knows it.
+#[derive(Debug, Clone)]
+pub(super) struct Entry {
+    pub(super) id: ToolId,
+    pub(super) server: usize,
+    /// The server's own name for it.
+    pub(super) remote: String,
+    pub(super) definition: ToolDefinition,
+    /// Listed in the server's last `tools/list`.
+    pub(super) listed: bool,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Tools {
+    /// Shared with the calls in flight; changed copy-on-write.
+    pub(super) entries: Vec<Arc<Entry>>,
+    pub(super) by_name: HashMap<String, usize>,
+}
+
+/// A listed tool before it has an id.
+#[derive(Debug, Clone)]
+pub(super) struct Listed {
+    pub(super) name: String,
+    pub(super) remote: String,
+    pub(super) definition: ToolDefinition,
+}
+
+impl Inner {
+    /// A server's tools, listed again (after `list_changed` or a reconnect): new names are
+    /// discovered (R2.4) with the default spec; those no longer listed leave the
+    /// definitions, but a call to one still reaches the server.
+    pub(super) fn adopt(&self, server: &Server, tools: &[Tool]) {
+        let listed = listing(self, server, tools);
+        let fresh: Vec<&Listed> = {
+            let known = self.tools();
+            listed
+                .iter()
+                .filter(|l| !known.by_name.contains_key(&l.name))
+                .collect()
+        };
+        // Discovered outside the table's lock: an observer may read the definitions.
+        let mut ids = HashMap::new();
+        for tool in fresh {
+            let spec = default_spec(&tool.name, &server.name, &tool.definition.description);
+            match self.expeditor.discover(spec) {
+                Ok(id) => {
+                    ids.insert(tool.name.clone(), id);
+                }
+                Err(error) => {
+                    tracing::warn!(server = %server.name, tool = %tool.name, %error, "a tool listed later could not be added");
+                }
+            }
+        }
+        let mut table = self.tools.write().unwrap_or_else(PoisonError::into_inner);
+        for entry in &mut table.entries {
+            if entry.server == server.index {
+                Arc::make_mut(entry).listed = false;
+            }
+        }
+        for tool in listed {
+            match table.by_name.get(&tool.name).copied() {
+                Some(i) if table.entries[i].server == server.index => {
+                    let entry = Arc::make_mut(&mut table.entries[i]);
+                    entry.definition = tool.definition;
+                    entry.remote = tool.remote;
+                    entry.listed = true;
+                }
+                Some(i) => {
+                    let other = &self.servers[table.entries[i].server].name;
+                    tracing::warn!(server = %server.name, tool = %tool.name, other = %other, "a tool of the same name is another server's: not added");
+                }
+                None => {
+                    if let Some(&id) = ids.get(&tool.name) {
+                        let i = table.entries.len();
+                        table.by_name.insert(tool.name.clone(), i);
+                        table.entries.push(Arc::new(Entry {
+                            id,
+                            server: server.index,
+                            remote: tool.remote,
+                            definition: tool.definition,
+                            listed: true,
+                        }));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The tools of one listing as the client names them: empty names and repeats dropped.
+fn listing(inner: &Inner, server: &Server, tools: &[Tool]) -> Vec<Listed> {
+    listed_tools(inner.qualify.as_deref(), &server.name, tools)
+}
+
+pub(super) fn listed_tools(qualify: Option<&str>, server: &str, tools: &[Tool]) -> Vec<Listed> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::with_capacity(tools.len());
+    for tool in tools {
+        let remote = tool.name.as_ref();
+        if remote.trim().is_empty() {
+            tracing::warn!(server, "a tool with an empty name, left out");
+            continue;
+        }
+        if !seen.insert(remote) {
+            tracing::warn!(
+                server,
+                tool = remote,
+                "a tool listed twice, the repeat left out"
+            );
+            continue;
+        }
+        let name = match qualify {
+            Some(separator) => format!("{server}{separator}{remote}"),
+            None => remote.to_owned(),
+        };
+        let description = tool.description.as_deref().unwrap_or("").to_owned();
+        out.push(Listed {
+            definition: ToolDefinition {
+                name: name.clone(),
+                description,
+                input_schema: object_schema(server, remote, &tool.input_schema),
+            },
+            name,
+            remote: remote.to_owned(),
+        });
+    }
+    out
+}
+
+/// The schema shown to a model: always an object schema (a schema of another type is
+/// replaced, one with no type gets `"type": "object"`).
+fn object_schema(server: &str, tool: &str, schema: &Map<String, Value>) -> Map<String, Value> {
+    let is_object = |t: &Value| match t {
+        Value::String(s) => s == "object",
+        Value::Array(types) => types.iter().any(|t| t == "object"),
+        _ => false,
+    };
+    match schema.get("type") {
+        Some(t) if is_object(t) => schema.clone(),
+        None => {
+            let mut schema = schema.clone();
+            schema.insert("type".into(), "object".into());
+            schema
+        }
+        Some(other) => {
+            tracing::warn!(server, tool, schema_type = %other, "an input schema that is no object schema, replaced");
+            let mut schema = Map::new();
+            schema.insert("type".into(), "object".into());
+            schema
+        }
+    }
+}
