@@ -10,6 +10,7 @@ pub use crate::executor::{
 pub use crate::expeditor::{Decision, Expeditor, ExpeditorBuilder, ToolId};
 pub use crate::failure::{Classify, Failure};
 pub use crate::freshness::{Dated, FreshnessProfile, StaleCache, digest};
+pub use crate::outcome::ToolResult;
 pub use crate::policy::{Policy, ProbeUnit};
 pub use crate::precheck::Availability;
 pub use crate::toolbox::{ToolSet, UnknownTool};
@@ -238,34 +239,6 @@ fn exit_span(span: &Span) {
 pub fn call_span(tool: &'static str) -> Span {
     crate::telemetry::call_span(tool, "function")
 }
-
-/// What a `#[tool]` returns: a `Result`, through any alias.
-#[diagnostic::on_unimplemented(
-    message = "a #[tool] method must return a `Result<T, E>`, found `{Self}`",
-    label = "this is not a `Result`",
-    note = "the breaker records `Ok` as a success and `Err` as a failure"
-)]
-pub trait ToolResult {
-    /// The success type.
-    type Ok;
-    /// The error type.
-    type Err;
-    /// Into a plain `Result`.
-    fn into_result(self) -> Result<Self::Ok, Self::Err>;
-}
-
-impl<T, E> ToolResult for Result<T, E> {
-    type Ok = T;
-    type Err = E;
-    #[inline]
-    fn into_result(self) -> Result<T, E> {
-        self
-    }
-}
-
-/// What a guarded method returns for a tool returning `R`: the value with its route, or the
-/// tool's error untouched, or a refusal.
-pub type Outcome<R> = Result<Routed<<R as ToolResult>::Ok>, CallError<<R as ToolResult>::Err>>;
 
 /// Wraps a tool's error for autoref-specialized classification: an error that implements
 /// [`Classify`] says its category; a `std::error::Error` is searched for an `io::Error`; any

@@ -66,10 +66,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Each guarded method returns `Result<Routed<T>, CallError<E>>`: the value with the route
-//! taken ([`Routed`]), or the tool's own error untouched, or a [`Refusal`] that says why
-//! nothing was called ([`CallError`]). Sync tools need no async runtime; async tools need none
-//! chosen by this crate.
+//! Each guarded method returns `Result<Routed<T>, CallError<E>>` ([`outcome::Outcome`]): the
+//! value with the route taken ([`Routed`]), or the tool's own error untouched, or a
+//! [`Refusal`] that says why nothing was called ([`CallError`]). Sync tools need no async
+//! runtime; async tools need none chosen by this crate.
 //!
 //! # The names you write
 //!
@@ -158,6 +158,7 @@ pub mod mcp;
 mod mirror;
 #[cfg(feature = "otel")]
 pub mod otel;
+pub mod outcome;
 pub mod policy;
 mod precheck;
 #[cfg(feature = "redis")]
@@ -188,9 +189,11 @@ pub use route::Route;
 pub use scope::Task;
 
 /// Support for the code `#[toolbox]` generates. Not a public API: it may change in any
-/// release.
+/// release. Its name carries the release line, and the macro crate names it from one
+/// constant (`PRIVATE_MODULE`): the two are released together, pinned to each other.
 #[doc(hidden)]
-pub mod __private;
+#[path = "__private.rs"]
+pub mod __private_v0_1;
 
 #[doc(hidden)]
 pub mod __engine;
