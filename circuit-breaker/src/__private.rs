@@ -22,22 +22,6 @@ pub use std::string::String;
 pub use tracing::Instrument;
 use tracing::Span;
 
-/// A policy from values the macro has already checked (each at least 1). Zero never reaches
-/// here; if it did, it would be raised to 1 rather than panic. Kept for expansions of earlier
-/// versions; the macro now emits [`declared_policy`], which takes the defaults from [`Policy`].
-pub const fn policy(threshold: u32, budget: u32, probe_every: u32, steps: bool) -> Policy {
-    Policy::from_checked(
-        if threshold == 0 { 1 } else { threshold },
-        if budget == 0 { 1 } else { budget },
-        if probe_every == 0 { 1 } else { probe_every },
-        if steps {
-            ProbeUnit::Steps
-        } else {
-            ProbeUnit::Attempts
-        },
-    )
-}
-
 /// The policy a `#[toolbox(policy(..))]` declares: each key given (checked by the macro to be
 /// at least 1), and for each key left out the runtime's default ([`Policy::DEFAULT_THRESHOLD`],
 /// [`Policy::DEFAULT_BUDGET`], [`Policy::DEFAULT_PROBE_EVERY`], [`ProbeUnit::Attempts`]): the
@@ -117,7 +101,7 @@ impl StaticTool {
     }
 
     /// The spec of a tool with a deadline of `millis` (`#[tool(timeout = "..")]`, B13). A
-    /// method of its own, so that the map of a tool without one is written as before.
+    /// method of its own, so that the map of a tool without one names no duration.
     pub const fn timed(self, millis: u64) -> ToolSpec {
         self.with_timeout(Some(core::time::Duration::from_millis(millis)))
     }

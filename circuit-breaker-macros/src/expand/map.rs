@@ -70,7 +70,7 @@ fn tool_spec(tool: &CheckedTool<'_>, alts_ref: &TokenStream) -> TokenStream {
     let threshold = option(tool.threshold.map(|v| quote!(#v)));
     let probe_every = option(tool.probe_every.map(|v| quote!(#v)));
     let caches = tool.caches;
-    // A tool with a deadline says so in its spec; one without is written as it always was.
+    // A tool with a deadline says so in its spec (`timed`); one without is built by `spec`.
     let spec = match tool.timeout {
         Some(millis) => quote!(timed(#millis)),
         None => quote!(spec()),

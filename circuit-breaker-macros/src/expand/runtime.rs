@@ -4,15 +4,15 @@
 //!
 //! What only generated code calls lives in the runtime's hidden module, free to change in any
 //! release. Its name carries the runtime's release line, as thiserror's `__private17` does:
-//! the runtime pins this crate to its own version, and generated code that meets a runtime of
-//! another line anyway (two copies in one build, a patched dependency) fails at the module's
-//! name, not with errors deep inside the expansion.
+//! the runtime pins this crate to its own version, and should generated code still meet a
+//! runtime of another line, it fails at the module's name, not with errors deep inside the
+//! expansion.
 
 use proc_macro2::{Ident, Punct, Spacing, Span, TokenStream};
 use quote::{ToTokens, TokenStreamExt};
 
-/// The runtime's hidden module. Renamed with each release whose generated code and runtime
-/// no longer fit each other, in step with the runtime's `lib.rs`.
+/// The runtime's hidden module. Renamed with each release line (`__private_v0_2` for 0.2), in
+/// step with its `mod` line in the runtime's `lib.rs`.
 pub const PRIVATE_MODULE: &str = "__private_v0_1";
 
 /// The alias of the runtime crate inside the generated `const _: () = { .. };` block.

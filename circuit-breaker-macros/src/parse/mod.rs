@@ -35,7 +35,7 @@ pub fn parse(args: TokenStream, input: TokenStream, errors: &mut Accumulator) ->
         tools: Vec::new(),
         methods: Vec::new(),
     };
-    check_impl_kind(&toolbox, errors);
+    reject_unsupported_impl(&toolbox, errors);
     let hint = rmcp::hint(toolbox.base.as_ref());
     rmcp::take_tool_routers(&mut toolbox.item.attrs, &hint, errors);
     let mut items = std::mem::take(&mut toolbox.item.items);
@@ -50,7 +50,7 @@ pub fn parse(args: TokenStream, input: TokenStream, errors: &mut Accumulator) ->
 
 /// A trait impl, or a self type without a name, is an error: the tool enum and the guarded
 /// handle are named after the type, and the handle's methods are inherent.
-fn check_impl_kind(toolbox: &Toolbox, errors: &mut Accumulator) {
+fn reject_unsupported_impl(toolbox: &Toolbox, errors: &mut Accumulator) {
     let self_ty = || type_text(&toolbox.item.self_ty);
     if let Some((path, _)) = &toolbox.item.trait_ {
         errors.push(
