@@ -1,5 +1,5 @@
 //! Hygiene: the code `#[toolbox]` generates names everything by absolute paths (`::agent_circuit_breaker`,
-//! `_cb::__private::core`), so a crate that shadows `circuit_breaker`, `core`, `Result`, `Option`,
+//! `_cb::__private_v0_1::core`), so a crate that shadows `circuit_breaker`, `core`, `Result`, `Option`,
 //! `Some`/`None`/`Ok`/`Err` and the runtime's own type names still compiles and works.
 
 #![allow(dead_code, non_camel_case_types)]
@@ -26,6 +26,8 @@ struct ToolSet;
 struct CapabilityMap;
 struct CallError;
 struct Routed;
+struct Outcome;
+mod outcome {}
 trait ToolResult {}
 fn plan() {}
 fn finish() {}

@@ -17,7 +17,7 @@ fn expand_file(path: &Path) -> String {
     };
     let mut errors = Error::accumulator();
     let toolbox =
-        crate::ast::parse(args, quote::quote!(#item), &mut errors).expect("an impl block");
+        crate::parse::parse(args, quote::quote!(#item), &mut errors).expect("an impl block");
     let checked = crate::check::check(&toolbox, &mut errors);
     errors.finish().expect("snapshot input has no mistakes");
     let checked = checked.expect("a checked model when there is no mistake");
@@ -27,7 +27,7 @@ fn expand_file(path: &Path) -> String {
     prettyplease::unparse(&file)
 }
 
-/// A `json` toolbox's items are generated inside `_cb::__private::json_dispatch! { .. }`
+/// A `json` toolbox's items are generated inside the hidden module's `json_dispatch! { .. }`
 /// (one clear error when the runtime's `json` feature is off), which prettyplease prints as
 /// raw tokens: the snapshot shows them unwrapped, as the feature on expands them.
 fn unwrap_json_dispatch(file: &mut syn::File) {

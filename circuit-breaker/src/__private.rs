@@ -10,6 +10,7 @@ pub use crate::executor::{
 pub use crate::expeditor::{Decision, Expeditor, ExpeditorBuilder, ToolId};
 pub use crate::failure::{Classify, Failure};
 pub use crate::freshness::{Dated, FreshnessProfile, StaleCache, digest};
+pub use crate::outcome::ToolResult;
 pub use crate::policy::{Policy, ProbeUnit};
 pub use crate::model::precheck::Availability;
 pub use crate::toolbox::{ToolSet, UnknownTool};
@@ -20,22 +21,6 @@ pub use serde;
 pub use std::string::String;
 pub use tracing::Instrument;
 use tracing::Span;
-
-/// A policy from values the macro has already checked (each at least 1). Zero never reaches
-/// here; if it did, it would be raised to 1 rather than panic. Kept for expansions of earlier
-/// versions; the macro now emits [`declared_policy`], which takes the defaults from [`Policy`].
-pub const fn policy(threshold: u32, budget: u32, probe_every: u32, steps: bool) -> Policy {
-    Policy::from_checked(
-        if threshold == 0 { 1 } else { threshold },
-        if budget == 0 { 1 } else { budget },
-        if probe_every == 0 { 1 } else { probe_every },
-        if steps {
-            ProbeUnit::Steps
-        } else {
-            ProbeUnit::Attempts
-        },
-    )
-}
 
 /// The policy a `#[toolbox(policy(..))]` declares: each key given (checked by the macro to be
 /// at least 1), and for each key left out the runtime's default ([`Policy::DEFAULT_THRESHOLD`],
@@ -116,7 +101,7 @@ impl StaticTool {
     }
 
     /// The spec of a tool with a deadline of `millis` (`#[tool(timeout = "..")]`, B13). A
-    /// method of its own, so that the map of a tool without one is written as before.
+    /// method of its own, so that the map of a tool without one names no duration.
     pub const fn timed(self, millis: u64) -> ToolSpec {
         self.with_timeout(Some(core::time::Duration::from_millis(millis)))
     }
@@ -238,34 +223,6 @@ fn exit_span(span: &Span) {
 pub fn call_span(tool: &'static str) -> Span {
     crate::telemetry::call_span(tool, "function")
 }
-
-/// What a `#[tool]` returns: a `Result`, through any alias.
-#[diagnostic::on_unimplemented(
-    message = "a #[tool] method must return a `Result<T, E>`, found `{Self}`",
-    label = "this is not a `Result`",
-    note = "the breaker records `Ok` as a success and `Err` as a failure"
-)]
-pub trait ToolResult {
-    /// The success type.
-    type Ok;
-    /// The error type.
-    type Err;
-    /// Into a plain `Result`.
-    fn into_result(self) -> Result<Self::Ok, Self::Err>;
-}
-
-impl<T, E> ToolResult for Result<T, E> {
-    type Ok = T;
-    type Err = E;
-    #[inline]
-    fn into_result(self) -> Result<T, E> {
-        self
-    }
-}
-
-/// What a guarded method returns for a tool returning `R`: the value with its route, or the
-/// tool's error untouched, or a refusal.
-pub type Outcome<R> = Result<Routed<<R as ToolResult>::Ok>, CallError<<R as ToolResult>::Err>>;
 
 /// Wraps a tool's error for autoref-specialized classification: an error that implements
 /// [`Classify`] says its category; a `std::error::Error` is searched for an `io::Error`; any

@@ -66,10 +66,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Each guarded method returns `Result<Routed<T>, CallError<E>>`: the value with the route
-//! taken ([`Routed`]), or the tool's own error untouched, or a [`Refusal`] that says why
-//! nothing was called ([`CallError`]). Sync tools need no async runtime; async tools need none
-//! chosen by this crate.
+//! Each guarded method returns `Result<Routed<T>, CallError<E>>` ([`outcome::Outcome`]): the
+//! value with the route taken ([`Routed`]), or the tool's own error untouched, or a
+//! [`Refusal`] that says why nothing was called ([`CallError`]). Sync tools need no async
+//! runtime; async tools need none chosen by this crate.
 //!
 //! # The names you write
 //!
@@ -166,6 +166,8 @@ mod executor;
 #[doc(inline)]
 pub use executor::dispatch;
 #[doc(inline)]
+pub use executor::outcome;
+#[doc(inline)]
 pub use executor::toolbox;
 
 // The adapters at the edge, each behind its own feature.
@@ -198,13 +200,15 @@ pub use route::Route;
 #[doc(no_inline)]
 pub use scope::Task;
 
-// Hidden, above every layer: what the code `#[toolbox]` generates calls, and the engine's
-// driver for the model-based test.
+// Hidden, above every layer: what the code `#[toolbox]` generates calls, and the model-based
+// test of the engine.
 
 /// Support for the code `#[toolbox]` generates. Not a public API: it may change in any
-/// release.
+/// release. Its name carries the release line, and the macro crate names it from one
+/// constant (`PRIVATE_MODULE`): the two are released together, pinned to each other.
 #[doc(hidden)]
-pub mod __private;
+#[path = "__private.rs"]
+pub mod __private_v0_1;
 
 #[cfg(test)]
 mod model_test;

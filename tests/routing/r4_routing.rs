@@ -291,7 +291,7 @@ fn r4_1_an_alternative_naming_no_tool_can_not_misroute() {
                 .fallback("report the commands"),
         );
     assert!(map.validate().is_err(), "a run-time map is checked");
-    let expeditor = agent_circuit_breaker::__private::expeditor(
+    let expeditor = agent_circuit_breaker::__private_v0_1::expeditor(
         Expeditor::builder(map).policy(Policy::default()),
     );
     let grep = id(&expeditor, "Grep");

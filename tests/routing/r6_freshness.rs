@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use agent_circuit_breaker::{
-    __private::serve_stale,
+    __private_v0_1::serve_stale,
     CallError, CapabilityMap, Expeditor, PauseReason, Policy, Refusal, SkipReason, ToolSpec,
     clock::{ManualClock, Timestamp},
     expeditor::ToolId,

@@ -21,77 +21,81 @@ pub enum IndexTool {
 #[allow(private_interfaces)]
 pub struct GuardedIndex {
     toolbox: Index,
-    expeditor: ::agent_circuit_breaker::__private::Expeditor,
-    __cb_stale_search: ::agent_circuit_breaker::__private::StaleCache<
+    expeditor: ::agent_circuit_breaker::__private_v0_1::Expeditor,
+    __cb_stale_search: ::agent_circuit_breaker::__private_v0_1::StaleCache<
         <Result<
             Vec<String>,
             std::io::Error,
-        > as ::agent_circuit_breaker::__private::ToolResult>::Ok,
+        > as ::agent_circuit_breaker::__private_v0_1::ToolResult>::Ok,
     >,
 }
 const _: () = {
     use ::agent_circuit_breaker as _cb;
     #[allow(unused_imports)]
-    use _cb::__private::{
+    use _cb::__private_v0_1::{
         NotDated as _, ViaClassify as _, ViaDated as _, ViaDisplay as _, ViaError as _,
     };
-    static __CB_TOOLS: [_cb::__private::ToolSpec; 2usize] = [
-        _cb::__private::StaticTool {
+    static __CB_TOOLS: [_cb::__private_v0_1::ToolSpec; 2usize] = [
+        _cb::__private_v0_1::StaticTool {
             name: "search",
             provides: "document search",
             alternatives: &[],
             fallback: "ask the user for the documents",
-            threshold: _cb::__private::None,
-            probe_every: _cb::__private::None,
+            threshold: _cb::__private_v0_1::None,
+            probe_every: _cb::__private_v0_1::None,
             caches: false,
         }
             .spec(),
-        _cb::__private::StaticTool {
+        _cb::__private_v0_1::StaticTool {
             name: "lookup",
             provides: "cached lookups",
             alternatives: &[],
             fallback: "ask the user",
-            threshold: _cb::__private::None,
-            probe_every: _cb::__private::None,
+            threshold: _cb::__private_v0_1::None,
+            probe_every: _cb::__private_v0_1::None,
             caches: true,
         }
             .spec(),
     ];
-    static __CB_MAP: _cb::__private::CapabilityMap = _cb::__private::static_map(
+    static __CB_MAP: _cb::__private_v0_1::CapabilityMap = _cb::__private_v0_1::static_map(
         &__CB_TOOLS,
     );
     static __CB_ALL: [IndexTool; 2usize] = [IndexTool::Search, IndexTool::Lookup];
     const __CB_NAMES: [&str; 2usize] = ["search", "lookup"];
     const __CB_VARIANTS: [&str; 2usize] = ["Search", "Lookup"];
-    impl _cb::__private::core::cmp::PartialEq for IndexTool {
+    impl _cb::__private_v0_1::core::cmp::PartialEq for IndexTool {
         fn eq(&self, other: &Self) -> bool {
             (*self as u32) == (*other as u32)
         }
     }
-    impl _cb::__private::core::cmp::Eq for IndexTool {}
-    impl _cb::__private::core::cmp::PartialOrd for IndexTool {
+    impl _cb::__private_v0_1::core::cmp::Eq for IndexTool {}
+    impl _cb::__private_v0_1::core::cmp::PartialOrd for IndexTool {
         fn partial_cmp(
             &self,
             other: &Self,
-        ) -> _cb::__private::core::option::Option<_cb::__private::core::cmp::Ordering> {
-            _cb::__private::Some(_cb::__private::core::cmp::Ord::cmp(self, other))
+        ) -> _cb::__private_v0_1::core::option::Option<
+            _cb::__private_v0_1::core::cmp::Ordering,
+        > {
+            _cb::__private_v0_1::Some(
+                _cb::__private_v0_1::core::cmp::Ord::cmp(self, other),
+            )
         }
     }
-    impl _cb::__private::core::cmp::Ord for IndexTool {
-        fn cmp(&self, other: &Self) -> _cb::__private::core::cmp::Ordering {
-            _cb::__private::core::cmp::Ord::cmp(&(*self as u32), &(*other as u32))
+    impl _cb::__private_v0_1::core::cmp::Ord for IndexTool {
+        fn cmp(&self, other: &Self) -> _cb::__private_v0_1::core::cmp::Ordering {
+            _cb::__private_v0_1::core::cmp::Ord::cmp(&(*self as u32), &(*other as u32))
         }
     }
-    impl _cb::__private::core::hash::Hash for IndexTool {
-        fn hash<__H: _cb::__private::core::hash::Hasher>(&self, state: &mut __H) {
-            _cb::__private::core::hash::Hash::hash(&(*self as u32), state);
+    impl _cb::__private_v0_1::core::hash::Hash for IndexTool {
+        fn hash<__H: _cb::__private_v0_1::core::hash::Hasher>(&self, state: &mut __H) {
+            _cb::__private_v0_1::core::hash::Hash::hash(&(*self as u32), state);
         }
     }
-    impl _cb::__private::core::fmt::Debug for IndexTool {
+    impl _cb::__private_v0_1::core::fmt::Debug for IndexTool {
         fn fmt(
             &self,
-            f: &mut _cb::__private::core::fmt::Formatter<'_>,
-        ) -> _cb::__private::core::fmt::Result {
+            f: &mut _cb::__private_v0_1::core::fmt::Formatter<'_>,
+        ) -> _cb::__private_v0_1::core::fmt::Result {
             f.write_str(__CB_VARIANTS[*self as usize])
         }
     }
@@ -103,66 +107,71 @@ const _: () = {
             __CB_NAMES[self as usize]
         }
         /// The toolbox's capability map, checked at compile time.
-        pub fn capability_map() -> &'static _cb::__private::CapabilityMap {
+        pub fn capability_map() -> &'static _cb::__private_v0_1::CapabilityMap {
             &__CB_MAP
         }
     }
-    impl _cb::__private::ToolSet for IndexTool {
+    impl _cb::__private_v0_1::ToolSet for IndexTool {
         const ALL: &'static [Self] = &__CB_ALL;
         fn name(self) -> &'static str {
             IndexTool::name(self)
         }
-        fn capability_map() -> &'static _cb::__private::CapabilityMap {
+        fn capability_map() -> &'static _cb::__private_v0_1::CapabilityMap {
             &__CB_MAP
         }
-        fn policy() -> _cb::__private::Policy {
-            _cb::__private::declared_policy(
-                _cb::__private::None,
-                _cb::__private::None,
-                _cb::__private::None,
-                _cb::__private::None,
+        fn policy() -> _cb::__private_v0_1::Policy {
+            _cb::__private_v0_1::declared_policy(
+                _cb::__private_v0_1::None,
+                _cb::__private_v0_1::None,
+                _cb::__private_v0_1::None,
+                _cb::__private_v0_1::None,
             )
         }
     }
-    impl _cb::__private::core::convert::From<IndexTool> for _cb::__private::ToolId {
+    impl _cb::__private_v0_1::core::convert::From<IndexTool>
+    for _cb::__private_v0_1::ToolId {
         fn from(tool: IndexTool) -> Self {
-            _cb::__private::ToolId::from_index(tool as u32)
+            _cb::__private_v0_1::ToolId::from_index(tool as u32)
         }
     }
-    impl _cb::__private::core::convert::From<IndexTool> for _cb::__private::String {
+    impl _cb::__private_v0_1::core::convert::From<IndexTool>
+    for _cb::__private_v0_1::String {
         fn from(tool: IndexTool) -> Self {
-            _cb::__private::String::from(IndexTool::name(tool))
+            _cb::__private_v0_1::String::from(IndexTool::name(tool))
         }
     }
-    impl _cb::__private::core::fmt::Display for IndexTool {
+    impl _cb::__private_v0_1::core::fmt::Display for IndexTool {
         fn fmt(
             &self,
-            f: &mut _cb::__private::core::fmt::Formatter<'_>,
-        ) -> _cb::__private::core::fmt::Result {
+            f: &mut _cb::__private_v0_1::core::fmt::Formatter<'_>,
+        ) -> _cb::__private_v0_1::core::fmt::Result {
             f.pad(IndexTool::name(*self))
         }
     }
-    impl _cb::__private::core::str::FromStr for IndexTool {
-        type Err = _cb::__private::UnknownTool;
+    impl _cb::__private_v0_1::core::str::FromStr for IndexTool {
+        type Err = _cb::__private_v0_1::UnknownTool;
         fn from_str(
             name: &str,
-        ) -> _cb::__private::core::result::Result<Self, _cb::__private::UnknownTool> {
-            <Self as _cb::__private::ToolSet>::from_name(name)
+        ) -> _cb::__private_v0_1::core::result::Result<
+            Self,
+            _cb::__private_v0_1::UnknownTool,
+        > {
+            <Self as _cb::__private_v0_1::ToolSet>::from_name(name)
         }
     }
-    impl _cb::__private::serde::Serialize for IndexTool {
-        fn serialize<__S: _cb::__private::serde::Serializer>(
+    impl _cb::__private_v0_1::serde::Serialize for IndexTool {
+        fn serialize<__S: _cb::__private_v0_1::serde::Serializer>(
             &self,
             serializer: __S,
-        ) -> _cb::__private::core::result::Result<__S::Ok, __S::Error> {
-            _cb::__private::serialize_tool(IndexTool::name(*self), serializer)
+        ) -> _cb::__private_v0_1::core::result::Result<__S::Ok, __S::Error> {
+            _cb::__private_v0_1::serialize_tool(IndexTool::name(*self), serializer)
         }
     }
-    impl<'de> _cb::__private::serde::Deserialize<'de> for IndexTool {
-        fn deserialize<__D: _cb::__private::serde::Deserializer<'de>>(
+    impl<'de> _cb::__private_v0_1::serde::Deserialize<'de> for IndexTool {
+        fn deserialize<__D: _cb::__private_v0_1::serde::Deserializer<'de>>(
             deserializer: __D,
-        ) -> _cb::__private::core::result::Result<Self, __D::Error> {
-            _cb::__private::deserialize_tool(deserializer)
+        ) -> _cb::__private_v0_1::core::result::Result<Self, __D::Error> {
+            _cb::__private_v0_1::deserialize_tool(deserializer)
         }
     }
     #[allow(private_interfaces)]
@@ -176,20 +185,20 @@ const _: () = {
         /// observers, another policy.
         pub fn with_expeditor(
             toolbox: Index,
-            configure: impl _cb::__private::core::ops::FnOnce(
-                _cb::__private::ExpeditorBuilder,
-            ) -> _cb::__private::ExpeditorBuilder,
+            configure: impl _cb::__private_v0_1::core::ops::FnOnce(
+                _cb::__private_v0_1::ExpeditorBuilder,
+            ) -> _cb::__private_v0_1::ExpeditorBuilder,
         ) -> Self {
-            let builder = <IndexTool as _cb::__private::ToolSet>::expeditor_builder();
-            let expeditor = _cb::__private::expeditor(configure(builder));
+            let builder = <IndexTool as _cb::__private_v0_1::ToolSet>::expeditor_builder();
+            let expeditor = _cb::__private_v0_1::expeditor(configure(builder));
             Self {
                 toolbox,
                 expeditor,
-                __cb_stale_search: _cb::__private::core::default::Default::default(),
+                __cb_stale_search: _cb::__private_v0_1::core::default::Default::default(),
             }
         }
         /// The expeditor: breakers, budget, reports.
-        pub fn expeditor(&self) -> &_cb::__private::Expeditor {
+        pub fn expeditor(&self) -> &_cb::__private_v0_1::Expeditor {
             &self.expeditor
         }
         /// The toolbox itself, unguarded.
@@ -201,7 +210,7 @@ const _: () = {
             &mut self.toolbox
         }
         /// The toolbox and its expeditor, apart.
-        pub fn into_parts(self) -> (Index, _cb::__private::Expeditor) {
+        pub fn into_parts(self) -> (Index, _cb::__private_v0_1::Expeditor) {
             (self.toolbox, self.expeditor)
         }
         ///
@@ -211,46 +220,49 @@ const _: () = {
         pub fn search(
             &self,
             query: &str,
-        ) -> _cb::__private::Outcome<Result<Vec<String>, std::io::Error>> {
-            let __cb_scope = _cb::__private::CallScope::enter("search");
-            let __cb_args: u64 = _cb::__private::digest(&(&query,));
+        ) -> _cb::outcome::Outcome<Result<Vec<String>, std::io::Error>> {
+            let __cb_scope = _cb::__private_v0_1::CallScope::enter("search");
+            let __cb_args: u64 = _cb::__private_v0_1::digest(&(&query,));
             if self.expeditor.should_precheck(IndexTool::Search) {
-                let __cb_availability = _cb::__private::IntoAvailability::into_availability(
+                let __cb_availability = _cb::__private_v0_1::IntoAvailability::into_availability(
                     self.toolbox.server_up(),
                 );
                 self.expeditor.record_precheck(IndexTool::Search, __cb_availability);
             }
-            let __cb_freshen: _cb::__private::Freshen<
-                <Result<Vec<String>, std::io::Error> as _cb::__private::ToolResult>::Ok,
-            > = _cb::__private::Freshen {
-                tool: _cb::__private::ToolId::from(IndexTool::Search),
-                args: _cb::__private::Some(__cb_args),
-                digest: |__cb_value| _cb::__private::Some(
-                    _cb::__private::digest(__cb_value),
+            let __cb_freshen: _cb::__private_v0_1::Freshen<
+                <Result<
+                    Vec<String>,
+                    std::io::Error,
+                > as _cb::__private_v0_1::ToolResult>::Ok,
+            > = _cb::__private_v0_1::Freshen {
+                tool: _cb::__private_v0_1::ToolId::from(IndexTool::Search),
+                args: _cb::__private_v0_1::Some(__cb_args),
+                digest: |__cb_value| _cb::__private_v0_1::Some(
+                    _cb::__private_v0_1::digest(__cb_value),
                 ),
                 dated: |__cb_value| {
-                    (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
+                    (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
                 },
             };
             match self.expeditor.decide(IndexTool::Search) {
-                _cb::__private::Decision::Call(__cb_ticket)
-                | _cb::__private::Decision::Probe(__cb_ticket) => {
-                    let __cb_outcome = _cb::__private::finish_fresh(
+                _cb::__private_v0_1::Decision::Call(__cb_ticket)
+                | _cb::__private_v0_1::Decision::Probe(__cb_ticket) => {
+                    let __cb_outcome = _cb::__private_v0_1::finish_fresh(
                         &self.expeditor,
                         __cb_ticket,
-                        _cb::__private::None,
+                        _cb::__private_v0_1::None,
                         <Result<
                             Vec<String>,
                             std::io::Error,
-                        > as _cb::__private::ToolResult>::into_result(
+                        > as _cb::__private_v0_1::ToolResult>::into_result(
                             self.toolbox.search(query),
                         ),
                         |__cb_error| {
-                            (&&&_cb::__private::Wrap(__cb_error)).__cb_failure()
+                            (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
                         },
                         &__cb_freshen,
                     );
-                    _cb::__private::keep_last_good(
+                    _cb::__private_v0_1::keep_last_good(
                         &self.__cb_stale_search,
                         __cb_args,
                         &self.expeditor,
@@ -259,12 +271,12 @@ const _: () = {
                     __cb_outcome
                 }
                 __cb_decision => {
-                    let __cb_refusal = _cb::__private::refuse(
+                    let __cb_refusal = _cb::__private_v0_1::refuse(
                         &self.expeditor,
-                        _cb::__private::ToolId::from(IndexTool::Search),
+                        _cb::__private_v0_1::ToolId::from(IndexTool::Search),
                         &__cb_decision,
                     );
-                    _cb::__private::serve_stale(
+                    _cb::__private_v0_1::serve_stale(
                         __cb_refusal,
                         &self.__cb_stale_search,
                         __cb_args,
@@ -279,47 +291,47 @@ const _: () = {
         pub fn lookup(
             &self,
             key: u64,
-        ) -> _cb::__private::Outcome<Result<u64, std::io::Error>> {
-            let __cb_scope = _cb::__private::CallScope::enter("lookup");
-            let __cb_freshen: _cb::__private::Freshen<
-                <Result<u64, std::io::Error> as _cb::__private::ToolResult>::Ok,
-            > = _cb::__private::Freshen {
-                tool: _cb::__private::ToolId::from(IndexTool::Lookup),
-                args: _cb::__private::None,
-                digest: |_| _cb::__private::None,
+        ) -> _cb::outcome::Outcome<Result<u64, std::io::Error>> {
+            let __cb_scope = _cb::__private_v0_1::CallScope::enter("lookup");
+            let __cb_freshen: _cb::__private_v0_1::Freshen<
+                <Result<u64, std::io::Error> as _cb::__private_v0_1::ToolResult>::Ok,
+            > = _cb::__private_v0_1::Freshen {
+                tool: _cb::__private_v0_1::ToolId::from(IndexTool::Lookup),
+                args: _cb::__private_v0_1::None,
+                digest: |_| _cb::__private_v0_1::None,
                 dated: |__cb_value| {
-                    (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
+                    (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
                 },
             };
             match self.expeditor.decide(IndexTool::Lookup) {
-                _cb::__private::Decision::Call(__cb_ticket)
-                | _cb::__private::Decision::Probe(__cb_ticket) => {
-                    _cb::__private::finish_fresh(
+                _cb::__private_v0_1::Decision::Call(__cb_ticket)
+                | _cb::__private_v0_1::Decision::Probe(__cb_ticket) => {
+                    _cb::__private_v0_1::finish_fresh(
                         &self.expeditor,
                         __cb_ticket,
-                        _cb::__private::None,
+                        _cb::__private_v0_1::None,
                         <Result<
                             u64,
                             std::io::Error,
-                        > as _cb::__private::ToolResult>::into_result(
+                        > as _cb::__private_v0_1::ToolResult>::into_result(
                             self.toolbox.lookup(key),
                         ),
                         |__cb_error| {
-                            (&&&_cb::__private::Wrap(__cb_error)).__cb_failure()
+                            (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
                         },
                         &__cb_freshen,
                     )
                 }
                 __cb_decision => {
-                    let __cb_refusal = _cb::__private::refuse(
+                    let __cb_refusal = _cb::__private_v0_1::refuse(
                         &self.expeditor,
-                        _cb::__private::ToolId::from(IndexTool::Lookup),
+                        _cb::__private_v0_1::ToolId::from(IndexTool::Lookup),
                         &__cb_decision,
                     );
                     {
-                        _cb::__private::trace_refusal(&__cb_refusal);
-                        _cb::__private::Err(
-                            _cb::__private::CallError::Refused(__cb_refusal),
+                        _cb::__private_v0_1::trace_refusal(&__cb_refusal);
+                        _cb::__private_v0_1::Err(
+                            _cb::__private_v0_1::CallError::Refused(__cb_refusal),
                         )
                     }
                 }

@@ -35,55 +35,55 @@ pub enum WorkspaceTool {
 #[allow(private_interfaces)]
 pub struct GuardedWorkspace {
     toolbox: Workspace,
-    expeditor: ::agent_circuit_breaker::__private::Expeditor,
+    expeditor: ::agent_circuit_breaker::__private_v0_1::Expeditor,
 }
 const _: () = {
     use ::agent_circuit_breaker as _cb;
     #[allow(unused_imports)]
-    use _cb::__private::{
+    use _cb::__private_v0_1::{
         NotDated as _, ViaClassify as _, ViaDated as _, ViaDisplay as _, ViaError as _,
     };
-    static __CB_ALTERNATIVES_0: [_cb::__private::AlternativeSpec; 1usize] = [
-        _cb::__private::StaticAlternative {
+    static __CB_ALTERNATIVES_0: [_cb::__private_v0_1::AlternativeSpec; 1usize] = [
+        _cb::__private_v0_1::StaticAlternative {
             tool: "bash",
             method: "rg or grep command",
-            degradation: _cb::__private::StaticDegradation::Unknown,
+            degradation: _cb::__private_v0_1::StaticDegradation::Unknown,
         }
             .spec(),
     ];
-    static __CB_TOOLS: [_cb::__private::ToolSpec; 3usize] = [
-        _cb::__private::StaticTool {
+    static __CB_TOOLS: [_cb::__private_v0_1::ToolSpec; 3usize] = [
+        _cb::__private_v0_1::StaticTool {
             name: "grep",
             provides: "content search across files",
             alternatives: &__CB_ALTERNATIVES_0,
             fallback: "ask the user which files to examine",
-            threshold: _cb::__private::None,
-            probe_every: _cb::__private::None,
+            threshold: _cb::__private_v0_1::None,
+            probe_every: _cb::__private_v0_1::None,
             caches: false,
         }
             .spec(),
-        _cb::__private::StaticTool {
+        _cb::__private_v0_1::StaticTool {
             name: "bash",
             provides: "command execution",
             alternatives: &[],
             fallback: "report commands that need to be run manually",
-            threshold: _cb::__private::None,
-            probe_every: _cb::__private::None,
+            threshold: _cb::__private_v0_1::None,
+            probe_every: _cb::__private_v0_1::None,
             caches: false,
         }
             .spec(),
-        _cb::__private::StaticTool {
+        _cb::__private_v0_1::StaticTool {
             name: "now",
             provides: "the time",
             alternatives: &[],
             fallback: "ask the user for the time",
-            threshold: _cb::__private::None,
-            probe_every: _cb::__private::None,
+            threshold: _cb::__private_v0_1::None,
+            probe_every: _cb::__private_v0_1::None,
             caches: false,
         }
             .spec(),
     ];
-    static __CB_MAP: _cb::__private::CapabilityMap = _cb::__private::static_map(
+    static __CB_MAP: _cb::__private_v0_1::CapabilityMap = _cb::__private_v0_1::static_map(
         &__CB_TOOLS,
     );
     static __CB_ALL: [WorkspaceTool; 3usize] = [
@@ -93,35 +93,39 @@ const _: () = {
     ];
     const __CB_NAMES: [&str; 3usize] = ["grep", "bash", "now"];
     const __CB_VARIANTS: [&str; 3usize] = ["Grep", "Bash", "Now"];
-    impl _cb::__private::core::cmp::PartialEq for WorkspaceTool {
+    impl _cb::__private_v0_1::core::cmp::PartialEq for WorkspaceTool {
         fn eq(&self, other: &Self) -> bool {
             (*self as u32) == (*other as u32)
         }
     }
-    impl _cb::__private::core::cmp::Eq for WorkspaceTool {}
-    impl _cb::__private::core::cmp::PartialOrd for WorkspaceTool {
+    impl _cb::__private_v0_1::core::cmp::Eq for WorkspaceTool {}
+    impl _cb::__private_v0_1::core::cmp::PartialOrd for WorkspaceTool {
         fn partial_cmp(
             &self,
             other: &Self,
-        ) -> _cb::__private::core::option::Option<_cb::__private::core::cmp::Ordering> {
-            _cb::__private::Some(_cb::__private::core::cmp::Ord::cmp(self, other))
+        ) -> _cb::__private_v0_1::core::option::Option<
+            _cb::__private_v0_1::core::cmp::Ordering,
+        > {
+            _cb::__private_v0_1::Some(
+                _cb::__private_v0_1::core::cmp::Ord::cmp(self, other),
+            )
         }
     }
-    impl _cb::__private::core::cmp::Ord for WorkspaceTool {
-        fn cmp(&self, other: &Self) -> _cb::__private::core::cmp::Ordering {
-            _cb::__private::core::cmp::Ord::cmp(&(*self as u32), &(*other as u32))
+    impl _cb::__private_v0_1::core::cmp::Ord for WorkspaceTool {
+        fn cmp(&self, other: &Self) -> _cb::__private_v0_1::core::cmp::Ordering {
+            _cb::__private_v0_1::core::cmp::Ord::cmp(&(*self as u32), &(*other as u32))
         }
     }
-    impl _cb::__private::core::hash::Hash for WorkspaceTool {
-        fn hash<__H: _cb::__private::core::hash::Hasher>(&self, state: &mut __H) {
-            _cb::__private::core::hash::Hash::hash(&(*self as u32), state);
+    impl _cb::__private_v0_1::core::hash::Hash for WorkspaceTool {
+        fn hash<__H: _cb::__private_v0_1::core::hash::Hasher>(&self, state: &mut __H) {
+            _cb::__private_v0_1::core::hash::Hash::hash(&(*self as u32), state);
         }
     }
-    impl _cb::__private::core::fmt::Debug for WorkspaceTool {
+    impl _cb::__private_v0_1::core::fmt::Debug for WorkspaceTool {
         fn fmt(
             &self,
-            f: &mut _cb::__private::core::fmt::Formatter<'_>,
-        ) -> _cb::__private::core::fmt::Result {
+            f: &mut _cb::__private_v0_1::core::fmt::Formatter<'_>,
+        ) -> _cb::__private_v0_1::core::fmt::Result {
             f.write_str(__CB_VARIANTS[*self as usize])
         }
     }
@@ -133,66 +137,71 @@ const _: () = {
             __CB_NAMES[self as usize]
         }
         /// The toolbox's capability map, checked at compile time.
-        pub fn capability_map() -> &'static _cb::__private::CapabilityMap {
+        pub fn capability_map() -> &'static _cb::__private_v0_1::CapabilityMap {
             &__CB_MAP
         }
     }
-    impl _cb::__private::ToolSet for WorkspaceTool {
+    impl _cb::__private_v0_1::ToolSet for WorkspaceTool {
         const ALL: &'static [Self] = &__CB_ALL;
         fn name(self) -> &'static str {
             WorkspaceTool::name(self)
         }
-        fn capability_map() -> &'static _cb::__private::CapabilityMap {
+        fn capability_map() -> &'static _cb::__private_v0_1::CapabilityMap {
             &__CB_MAP
         }
-        fn policy() -> _cb::__private::Policy {
-            _cb::__private::declared_policy(
-                _cb::__private::Some(2u32),
-                _cb::__private::None,
-                _cb::__private::None,
-                _cb::__private::None,
+        fn policy() -> _cb::__private_v0_1::Policy {
+            _cb::__private_v0_1::declared_policy(
+                _cb::__private_v0_1::Some(2u32),
+                _cb::__private_v0_1::None,
+                _cb::__private_v0_1::None,
+                _cb::__private_v0_1::None,
             )
         }
     }
-    impl _cb::__private::core::convert::From<WorkspaceTool> for _cb::__private::ToolId {
+    impl _cb::__private_v0_1::core::convert::From<WorkspaceTool>
+    for _cb::__private_v0_1::ToolId {
         fn from(tool: WorkspaceTool) -> Self {
-            _cb::__private::ToolId::from_index(tool as u32)
+            _cb::__private_v0_1::ToolId::from_index(tool as u32)
         }
     }
-    impl _cb::__private::core::convert::From<WorkspaceTool> for _cb::__private::String {
+    impl _cb::__private_v0_1::core::convert::From<WorkspaceTool>
+    for _cb::__private_v0_1::String {
         fn from(tool: WorkspaceTool) -> Self {
-            _cb::__private::String::from(WorkspaceTool::name(tool))
+            _cb::__private_v0_1::String::from(WorkspaceTool::name(tool))
         }
     }
-    impl _cb::__private::core::fmt::Display for WorkspaceTool {
+    impl _cb::__private_v0_1::core::fmt::Display for WorkspaceTool {
         fn fmt(
             &self,
-            f: &mut _cb::__private::core::fmt::Formatter<'_>,
-        ) -> _cb::__private::core::fmt::Result {
+            f: &mut _cb::__private_v0_1::core::fmt::Formatter<'_>,
+        ) -> _cb::__private_v0_1::core::fmt::Result {
             f.pad(WorkspaceTool::name(*self))
         }
     }
-    impl _cb::__private::core::str::FromStr for WorkspaceTool {
-        type Err = _cb::__private::UnknownTool;
+    impl _cb::__private_v0_1::core::str::FromStr for WorkspaceTool {
+        type Err = _cb::__private_v0_1::UnknownTool;
         fn from_str(
             name: &str,
-        ) -> _cb::__private::core::result::Result<Self, _cb::__private::UnknownTool> {
-            <Self as _cb::__private::ToolSet>::from_name(name)
+        ) -> _cb::__private_v0_1::core::result::Result<
+            Self,
+            _cb::__private_v0_1::UnknownTool,
+        > {
+            <Self as _cb::__private_v0_1::ToolSet>::from_name(name)
         }
     }
-    impl _cb::__private::serde::Serialize for WorkspaceTool {
-        fn serialize<__S: _cb::__private::serde::Serializer>(
+    impl _cb::__private_v0_1::serde::Serialize for WorkspaceTool {
+        fn serialize<__S: _cb::__private_v0_1::serde::Serializer>(
             &self,
             serializer: __S,
-        ) -> _cb::__private::core::result::Result<__S::Ok, __S::Error> {
-            _cb::__private::serialize_tool(WorkspaceTool::name(*self), serializer)
+        ) -> _cb::__private_v0_1::core::result::Result<__S::Ok, __S::Error> {
+            _cb::__private_v0_1::serialize_tool(WorkspaceTool::name(*self), serializer)
         }
     }
-    impl<'de> _cb::__private::serde::Deserialize<'de> for WorkspaceTool {
-        fn deserialize<__D: _cb::__private::serde::Deserializer<'de>>(
+    impl<'de> _cb::__private_v0_1::serde::Deserialize<'de> for WorkspaceTool {
+        fn deserialize<__D: _cb::__private_v0_1::serde::Deserializer<'de>>(
             deserializer: __D,
-        ) -> _cb::__private::core::result::Result<Self, __D::Error> {
-            _cb::__private::deserialize_tool(deserializer)
+        ) -> _cb::__private_v0_1::core::result::Result<Self, __D::Error> {
+            _cb::__private_v0_1::deserialize_tool(deserializer)
         }
     }
     #[allow(private_interfaces)]
@@ -206,16 +215,16 @@ const _: () = {
         /// observers, another policy.
         pub fn with_expeditor(
             toolbox: Workspace,
-            configure: impl _cb::__private::core::ops::FnOnce(
-                _cb::__private::ExpeditorBuilder,
-            ) -> _cb::__private::ExpeditorBuilder,
+            configure: impl _cb::__private_v0_1::core::ops::FnOnce(
+                _cb::__private_v0_1::ExpeditorBuilder,
+            ) -> _cb::__private_v0_1::ExpeditorBuilder,
         ) -> Self {
-            let builder = <WorkspaceTool as _cb::__private::ToolSet>::expeditor_builder();
-            let expeditor = _cb::__private::expeditor(configure(builder));
+            let builder = <WorkspaceTool as _cb::__private_v0_1::ToolSet>::expeditor_builder();
+            let expeditor = _cb::__private_v0_1::expeditor(configure(builder));
             Self { toolbox, expeditor }
         }
         /// The expeditor: breakers, budget, reports.
-        pub fn expeditor(&self) -> &_cb::__private::Expeditor {
+        pub fn expeditor(&self) -> &_cb::__private_v0_1::Expeditor {
             &self.expeditor
         }
         /// The toolbox itself, unguarded.
@@ -227,7 +236,7 @@ const _: () = {
             &mut self.toolbox
         }
         /// The toolbox and its expeditor, apart.
-        pub fn into_parts(self) -> (Workspace, _cb::__private::Expeditor) {
+        pub fn into_parts(self) -> (Workspace, _cb::__private_v0_1::Expeditor) {
             (self.toolbox, self.expeditor)
         }
         /// Searches file contents.
@@ -239,58 +248,60 @@ const _: () = {
             &self,
             pattern: &str,
             under: Option<&str>,
-        ) -> _cb::__private::Outcome<Result<Vec<String>, std::io::Error>> {
-            let __cb_scope = _cb::__private::CallScope::enter("grep");
-            match _cb::__private::plan(
+        ) -> _cb::outcome::Outcome<Result<Vec<String>, std::io::Error>> {
+            let __cb_scope = _cb::__private_v0_1::CallScope::enter("grep");
+            match _cb::__private_v0_1::plan(
                 &self.expeditor,
                 WorkspaceTool::Grep,
-                &[_cb::__private::ToolId::from(WorkspaceTool::Bash)],
+                &[_cb::__private_v0_1::ToolId::from(WorkspaceTool::Bash)],
             ) {
-                _cb::__private::Plan::Primary(__cb_ticket) => {
-                    _cb::__private::finish_dated(
+                _cb::__private_v0_1::Plan::Primary(__cb_ticket) => {
+                    _cb::__private_v0_1::finish_dated(
                         &self.expeditor,
                         __cb_ticket,
-                        _cb::__private::None,
+                        _cb::__private_v0_1::None,
                         <Result<
                             Vec<String>,
                             std::io::Error,
-                        > as _cb::__private::ToolResult>::into_result(
+                        > as _cb::__private_v0_1::ToolResult>::into_result(
                             self.toolbox.grep(pattern, under),
                         ),
                         |__cb_error| {
-                            (&&&_cb::__private::Wrap(__cb_error)).__cb_failure()
+                            (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
                         },
                         |__cb_value| {
-                            (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
+                            (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
                         },
                     )
                 }
-                _cb::__private::Plan::Adapter {
+                _cb::__private_v0_1::Plan::Adapter {
                     ticket: __cb_ticket,
                     route: __cb_route,
                     ..
                 } => {
-                    _cb::__private::finish_dated(
+                    _cb::__private_v0_1::finish_dated(
                         &self.expeditor,
                         __cb_ticket,
-                        _cb::__private::Some(__cb_route),
+                        _cb::__private_v0_1::Some(__cb_route),
                         <Result<
                             Vec<String>,
                             std::io::Error,
-                        > as _cb::__private::ToolResult>::into_result(
+                        > as _cb::__private_v0_1::ToolResult>::into_result(
                             self.toolbox.grep_with_rg(pattern, under),
                         ),
                         |__cb_error| {
-                            (&&&_cb::__private::Wrap(__cb_error)).__cb_failure()
+                            (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
                         },
                         |__cb_value| {
-                            (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
+                            (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
                         },
                     )
                 }
-                _cb::__private::Plan::Refuse(__cb_refusal) => {
-                    _cb::__private::trace_refusal(&__cb_refusal);
-                    _cb::__private::Err(_cb::__private::CallError::Refused(__cb_refusal))
+                _cb::__private_v0_1::Plan::Refuse(__cb_refusal) => {
+                    _cb::__private_v0_1::trace_refusal(&__cb_refusal);
+                    _cb::__private_v0_1::Err(
+                        _cb::__private_v0_1::CallError::Refused(__cb_refusal),
+                    )
                 }
             }
         }
@@ -301,41 +312,41 @@ const _: () = {
         pub async fn bash(
             &self,
             command: String,
-        ) -> _cb::__private::Outcome<Result<String, std::io::Error>> {
-            let __cb_span = _cb::__private::call_span("bash");
-            _cb::__private::Instrument::instrument(
+        ) -> _cb::outcome::Outcome<Result<String, std::io::Error>> {
+            let __cb_span = _cb::__private_v0_1::call_span("bash");
+            _cb::__private_v0_1::Instrument::instrument(
                     async move {
                         match self.expeditor.decide(WorkspaceTool::Bash) {
-                            _cb::__private::Decision::Call(__cb_ticket)
-                            | _cb::__private::Decision::Probe(__cb_ticket) => {
-                                _cb::__private::finish_dated(
+                            _cb::__private_v0_1::Decision::Call(__cb_ticket)
+                            | _cb::__private_v0_1::Decision::Probe(__cb_ticket) => {
+                                _cb::__private_v0_1::finish_dated(
                                     &self.expeditor,
                                     __cb_ticket,
-                                    _cb::__private::None,
+                                    _cb::__private_v0_1::None,
                                     <Result<
                                         String,
                                         std::io::Error,
-                                    > as _cb::__private::ToolResult>::into_result(
+                                    > as _cb::__private_v0_1::ToolResult>::into_result(
                                         self.toolbox.bash(command).await,
                                     ),
                                     |__cb_error| {
-                                        (&&&_cb::__private::Wrap(__cb_error)).__cb_failure()
+                                        (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
                                     },
                                     |__cb_value| {
-                                        (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
+                                        (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
                                     },
                                 )
                             }
                             __cb_decision => {
-                                let __cb_refusal = _cb::__private::refuse(
+                                let __cb_refusal = _cb::__private_v0_1::refuse(
                                     &self.expeditor,
-                                    _cb::__private::ToolId::from(WorkspaceTool::Bash),
+                                    _cb::__private_v0_1::ToolId::from(WorkspaceTool::Bash),
                                     &__cb_decision,
                                 );
                                 {
-                                    _cb::__private::trace_refusal(&__cb_refusal);
-                                    _cb::__private::Err(
-                                        _cb::__private::CallError::Refused(__cb_refusal),
+                                    _cb::__private_v0_1::trace_refusal(&__cb_refusal);
+                                    _cb::__private_v0_1::Err(
+                                        _cb::__private_v0_1::CallError::Refused(__cb_refusal),
                                     )
                                 }
                             }
@@ -349,97 +360,108 @@ const _: () = {
         /// Guarded `now`: asks the expeditor first; see [the handle](Self).
         #[inline(always)]
         #[allow(clippy::inline_always)]
-        pub fn now(&self) -> _cb::__private::Outcome<Result<u64, std::io::Error>> {
-            let __cb_scope = _cb::__private::CallScope::enter("now");
+        pub fn now(&self) -> _cb::outcome::Outcome<Result<u64, std::io::Error>> {
+            let __cb_scope = _cb::__private_v0_1::CallScope::enter("now");
             match self.expeditor.decide(WorkspaceTool::Now) {
-                _cb::__private::Decision::Call(__cb_ticket)
-                | _cb::__private::Decision::Probe(__cb_ticket) => {
-                    _cb::__private::finish_dated(
+                _cb::__private_v0_1::Decision::Call(__cb_ticket)
+                | _cb::__private_v0_1::Decision::Probe(__cb_ticket) => {
+                    _cb::__private_v0_1::finish_dated(
                         &self.expeditor,
                         __cb_ticket,
-                        _cb::__private::None,
+                        _cb::__private_v0_1::None,
                         <Result<
                             u64,
                             std::io::Error,
-                        > as _cb::__private::ToolResult>::into_result(
+                        > as _cb::__private_v0_1::ToolResult>::into_result(
                             <Workspace>::now(),
                         ),
                         |__cb_error| {
-                            (&&&_cb::__private::Wrap(__cb_error)).__cb_failure()
+                            (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
                         },
                         |__cb_value| {
-                            (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
+                            (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
                         },
                     )
                 }
                 __cb_decision => {
-                    let __cb_refusal = _cb::__private::refuse(
+                    let __cb_refusal = _cb::__private_v0_1::refuse(
                         &self.expeditor,
-                        _cb::__private::ToolId::from(WorkspaceTool::Now),
+                        _cb::__private_v0_1::ToolId::from(WorkspaceTool::Now),
                         &__cb_decision,
                     );
                     {
-                        _cb::__private::trace_refusal(&__cb_refusal);
-                        _cb::__private::Err(
-                            _cb::__private::CallError::Refused(__cb_refusal),
+                        _cb::__private_v0_1::trace_refusal(&__cb_refusal);
+                        _cb::__private_v0_1::Err(
+                            _cb::__private_v0_1::CallError::Refused(__cb_refusal),
                         )
                     }
                 }
             }
         }
     }
-    #[derive(_cb::__private::serde::Deserialize, _cb::__private::schemars::JsonSchema)]
-    #[serde(crate = "_cb::__private::serde", deny_unknown_fields)]
-    #[schemars(crate = "_cb::__private::schemars")]
+    #[derive(
+        _cb::__private_v0_1::serde::Deserialize,
+        _cb::__private_v0_1::schemars::JsonSchema
+    )]
+    #[serde(crate = "_cb::__private_v0_1::serde", deny_unknown_fields)]
+    #[schemars(crate = "_cb::__private_v0_1::schemars")]
     struct __CbArgsGrep {
         /// The regular expression.
-        pattern: _cb::__private::String,
+        pattern: _cb::__private_v0_1::String,
         /// Only under this directory.
-        under: Option<_cb::__private::String>,
+        under: Option<_cb::__private_v0_1::String>,
     }
-    #[derive(_cb::__private::serde::Deserialize, _cb::__private::schemars::JsonSchema)]
-    #[serde(crate = "_cb::__private::serde", deny_unknown_fields)]
-    #[schemars(crate = "_cb::__private::schemars")]
+    #[derive(
+        _cb::__private_v0_1::serde::Deserialize,
+        _cb::__private_v0_1::schemars::JsonSchema
+    )]
+    #[serde(crate = "_cb::__private_v0_1::serde", deny_unknown_fields)]
+    #[schemars(crate = "_cb::__private_v0_1::schemars")]
     struct __CbArgsBash {
         command: String,
     }
-    #[derive(_cb::__private::serde::Deserialize, _cb::__private::schemars::JsonSchema)]
-    #[serde(crate = "_cb::__private::serde", deny_unknown_fields)]
-    #[schemars(crate = "_cb::__private::schemars")]
+    #[derive(
+        _cb::__private_v0_1::serde::Deserialize,
+        _cb::__private_v0_1::schemars::JsonSchema
+    )]
+    #[serde(crate = "_cb::__private_v0_1::serde", deny_unknown_fields)]
+    #[schemars(crate = "_cb::__private_v0_1::schemars")]
     struct __CbArgsNow {}
-    static __CB_DEFINITIONS: _cb::__private::Definitions = _cb::__private::Definitions::new();
-    impl _cb::__private::ToolDispatch for GuardedWorkspace {
-        fn definitions(&self) -> _cb::__private::Vec<_cb::__private::ToolDefinition> {
-            fn build() -> [_cb::__private::ToolDefinition; 3usize] {
+    static __CB_DEFINITIONS: _cb::__private_v0_1::Definitions = _cb::__private_v0_1::Definitions::new();
+    impl _cb::__private_v0_1::ToolDispatch for GuardedWorkspace {
+        fn definitions(
+            &self,
+        ) -> _cb::__private_v0_1::Vec<_cb::__private_v0_1::ToolDefinition> {
+            fn build() -> [_cb::__private_v0_1::ToolDefinition; 3usize] {
                 [
-                    _cb::__private::definition::<
+                    _cb::__private_v0_1::definition::<
                         __CbArgsGrep,
                     >("grep", "content search across files\n\nSearches file contents."),
-                    _cb::__private::definition::<
+                    _cb::__private_v0_1::definition::<
                         __CbArgsBash,
                     >("bash", "command execution"),
-                    _cb::__private::definition::<__CbArgsNow>("now", "the time"),
+                    _cb::__private_v0_1::definition::<__CbArgsNow>("now", "the time"),
                 ]
             }
             __CB_DEFINITIONS.get(build)
         }
-        fn expeditor(&self) -> &_cb::__private::Expeditor {
+        fn expeditor(&self) -> &_cb::__private_v0_1::Expeditor {
             &self.expeditor
         }
         fn dispatch<'__cb>(
             &'__cb self,
             name: &'__cb str,
-            arguments: _cb::__private::Value,
-        ) -> _cb::__private::ReplyFuture<'__cb> {
+            arguments: _cb::__private_v0_1::Value,
+        ) -> _cb::__private_v0_1::ReplyFuture<'__cb> {
             match name {
                 "grep" => {
-                    let __cb_args: __CbArgsGrep = match _cb::__private::arguments(
+                    let __cb_args: __CbArgsGrep = match _cb::__private_v0_1::arguments(
                         arguments,
                     ) {
-                        _cb::__private::Ok(__cb_args) => __cb_args,
-                        _cb::__private::Err(__cb_error) => {
-                            return _cb::__private::ready(
-                                _cb::__private::Reply::bad_arguments(
+                        _cb::__private_v0_1::Ok(__cb_args) => __cb_args,
+                        _cb::__private_v0_1::Err(__cb_error) => {
+                            return _cb::__private_v0_1::ready(
+                                _cb::__private_v0_1::Reply::bad_arguments(
                                     &self.expeditor,
                                     name,
                                     &__cb_error,
@@ -453,8 +475,8 @@ const _: () = {
                             &__cb_args.pattern,
                             __cb_args.under.as_deref(),
                         );
-                        _cb::__private::ready(
-                            _cb::__private::json_reply(
+                        _cb::__private_v0_1::ready(
+                            _cb::__private_v0_1::json_reply(
                                 &self.expeditor,
                                 WorkspaceTool::Grep,
                                 name,
@@ -464,13 +486,13 @@ const _: () = {
                     }
                 }
                 "bash" => {
-                    let __cb_args: __CbArgsBash = match _cb::__private::arguments(
+                    let __cb_args: __CbArgsBash = match _cb::__private_v0_1::arguments(
                         arguments,
                     ) {
-                        _cb::__private::Ok(__cb_args) => __cb_args,
-                        _cb::__private::Err(__cb_error) => {
-                            return _cb::__private::ready(
-                                _cb::__private::Reply::bad_arguments(
+                        _cb::__private_v0_1::Ok(__cb_args) => __cb_args,
+                        _cb::__private_v0_1::Err(__cb_error) => {
+                            return _cb::__private_v0_1::ready(
+                                _cb::__private_v0_1::Reply::bad_arguments(
                                     &self.expeditor,
                                     name,
                                     &__cb_error,
@@ -478,9 +500,9 @@ const _: () = {
                             );
                         }
                     };
-                    _cb::__private::boxed(async move {
+                    _cb::__private_v0_1::boxed(async move {
                         let __cb_result = Self::bash(self, __cb_args.command).await;
-                        _cb::__private::json_reply(
+                        _cb::__private_v0_1::json_reply(
                             &self.expeditor,
                             WorkspaceTool::Bash,
                             name,
@@ -489,13 +511,13 @@ const _: () = {
                     })
                 }
                 "now" => {
-                    let __cb_args: __CbArgsNow = match _cb::__private::arguments(
+                    let __cb_args: __CbArgsNow = match _cb::__private_v0_1::arguments(
                         arguments,
                     ) {
-                        _cb::__private::Ok(__cb_args) => __cb_args,
-                        _cb::__private::Err(__cb_error) => {
-                            return _cb::__private::ready(
-                                _cb::__private::Reply::bad_arguments(
+                        _cb::__private_v0_1::Ok(__cb_args) => __cb_args,
+                        _cb::__private_v0_1::Err(__cb_error) => {
+                            return _cb::__private_v0_1::ready(
+                                _cb::__private_v0_1::Reply::bad_arguments(
                                     &self.expeditor,
                                     name,
                                     &__cb_error,
@@ -505,8 +527,8 @@ const _: () = {
                     };
                     {
                         let __cb_result = Self::now(self);
-                        _cb::__private::ready(
-                            _cb::__private::json_reply(
+                        _cb::__private_v0_1::ready(
+                            _cb::__private_v0_1::json_reply(
                                 &self.expeditor,
                                 WorkspaceTool::Now,
                                 name,
@@ -516,8 +538,8 @@ const _: () = {
                     }
                 }
                 _ => {
-                    _cb::__private::ready(
-                        _cb::__private::Reply::unknown_tool(&self.expeditor, name),
+                    _cb::__private_v0_1::ready(
+                        _cb::__private_v0_1::Reply::unknown_tool(&self.expeditor, name),
                     )
                 }
             }
@@ -531,9 +553,9 @@ const _: () = {
         pub async fn call(
             &self,
             name: &str,
-            arguments: _cb::__private::Value,
-        ) -> _cb::__private::Reply {
-            _cb::__private::ToolDispatch::dispatch(self, name, arguments).await
+            arguments: _cb::__private_v0_1::Value,
+        ) -> _cb::__private_v0_1::Reply {
+            _cb::__private_v0_1::ToolDispatch::dispatch(self, name, arguments).await
         }
     }
 };

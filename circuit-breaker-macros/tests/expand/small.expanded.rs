@@ -27,57 +27,57 @@ pub enum WorkspaceTool {
 #[allow(private_interfaces)]
 pub struct GuardedWorkspace {
     toolbox: Workspace,
-    expeditor: ::agent_circuit_breaker::__private::Expeditor,
+    expeditor: ::agent_circuit_breaker::__private_v0_1::Expeditor,
 }
 const _: () = {
     use ::agent_circuit_breaker as _cb;
     #[allow(unused_imports)]
-    use _cb::__private::{
+    use _cb::__private_v0_1::{
         NotDated as _, ViaClassify as _, ViaDated as _, ViaDisplay as _, ViaError as _,
     };
-    static __CB_ALTERNATIVES_0: [_cb::__private::AlternativeSpec; 1usize] = [
-        _cb::__private::StaticAlternative {
+    static __CB_ALTERNATIVES_0: [_cb::__private_v0_1::AlternativeSpec; 1usize] = [
+        _cb::__private_v0_1::StaticAlternative {
             tool: "bash",
             method: "rg or grep command",
-            degradation: _cb::__private::StaticDegradation::Low(
+            degradation: _cb::__private_v0_1::StaticDegradation::Low(
                 "loses Grep's built-in output formatting",
             ),
         }
             .spec(),
     ];
-    static __CB_TOOLS: [_cb::__private::ToolSpec; 3usize] = [
-        _cb::__private::StaticTool {
+    static __CB_TOOLS: [_cb::__private_v0_1::ToolSpec; 3usize] = [
+        _cb::__private_v0_1::StaticTool {
             name: "grep",
             provides: "content search across files",
             alternatives: &__CB_ALTERNATIVES_0,
             fallback: "ask the user which files to examine",
-            threshold: _cb::__private::None,
-            probe_every: _cb::__private::None,
+            threshold: _cb::__private_v0_1::None,
+            probe_every: _cb::__private_v0_1::None,
             caches: false,
         }
             .spec(),
-        _cb::__private::StaticTool {
+        _cb::__private_v0_1::StaticTool {
             name: "bash",
             provides: "command execution",
             alternatives: &[],
             fallback: "report commands that need to be run manually",
-            threshold: _cb::__private::Some(1u32),
-            probe_every: _cb::__private::None,
+            threshold: _cb::__private_v0_1::Some(1u32),
+            probe_every: _cb::__private_v0_1::None,
             caches: false,
         }
             .spec(),
-        _cb::__private::StaticTool {
+        _cb::__private_v0_1::StaticTool {
             name: "WebSearch",
             provides: "external information retrieval",
             alternatives: &[],
             fallback: "ask the user",
-            threshold: _cb::__private::None,
-            probe_every: _cb::__private::None,
+            threshold: _cb::__private_v0_1::None,
+            probe_every: _cb::__private_v0_1::None,
             caches: false,
         }
             .spec(),
     ];
-    static __CB_MAP: _cb::__private::CapabilityMap = _cb::__private::static_map(
+    static __CB_MAP: _cb::__private_v0_1::CapabilityMap = _cb::__private_v0_1::static_map(
         &__CB_TOOLS,
     );
     static __CB_ALL: [WorkspaceTool; 3usize] = [
@@ -87,35 +87,39 @@ const _: () = {
     ];
     const __CB_NAMES: [&str; 3usize] = ["grep", "bash", "WebSearch"];
     const __CB_VARIANTS: [&str; 3usize] = ["Grep", "Bash", "WebSearch"];
-    impl _cb::__private::core::cmp::PartialEq for WorkspaceTool {
+    impl _cb::__private_v0_1::core::cmp::PartialEq for WorkspaceTool {
         fn eq(&self, other: &Self) -> bool {
             (*self as u32) == (*other as u32)
         }
     }
-    impl _cb::__private::core::cmp::Eq for WorkspaceTool {}
-    impl _cb::__private::core::cmp::PartialOrd for WorkspaceTool {
+    impl _cb::__private_v0_1::core::cmp::Eq for WorkspaceTool {}
+    impl _cb::__private_v0_1::core::cmp::PartialOrd for WorkspaceTool {
         fn partial_cmp(
             &self,
             other: &Self,
-        ) -> _cb::__private::core::option::Option<_cb::__private::core::cmp::Ordering> {
-            _cb::__private::Some(_cb::__private::core::cmp::Ord::cmp(self, other))
+        ) -> _cb::__private_v0_1::core::option::Option<
+            _cb::__private_v0_1::core::cmp::Ordering,
+        > {
+            _cb::__private_v0_1::Some(
+                _cb::__private_v0_1::core::cmp::Ord::cmp(self, other),
+            )
         }
     }
-    impl _cb::__private::core::cmp::Ord for WorkspaceTool {
-        fn cmp(&self, other: &Self) -> _cb::__private::core::cmp::Ordering {
-            _cb::__private::core::cmp::Ord::cmp(&(*self as u32), &(*other as u32))
+    impl _cb::__private_v0_1::core::cmp::Ord for WorkspaceTool {
+        fn cmp(&self, other: &Self) -> _cb::__private_v0_1::core::cmp::Ordering {
+            _cb::__private_v0_1::core::cmp::Ord::cmp(&(*self as u32), &(*other as u32))
         }
     }
-    impl _cb::__private::core::hash::Hash for WorkspaceTool {
-        fn hash<__H: _cb::__private::core::hash::Hasher>(&self, state: &mut __H) {
-            _cb::__private::core::hash::Hash::hash(&(*self as u32), state);
+    impl _cb::__private_v0_1::core::hash::Hash for WorkspaceTool {
+        fn hash<__H: _cb::__private_v0_1::core::hash::Hasher>(&self, state: &mut __H) {
+            _cb::__private_v0_1::core::hash::Hash::hash(&(*self as u32), state);
         }
     }
-    impl _cb::__private::core::fmt::Debug for WorkspaceTool {
+    impl _cb::__private_v0_1::core::fmt::Debug for WorkspaceTool {
         fn fmt(
             &self,
-            f: &mut _cb::__private::core::fmt::Formatter<'_>,
-        ) -> _cb::__private::core::fmt::Result {
+            f: &mut _cb::__private_v0_1::core::fmt::Formatter<'_>,
+        ) -> _cb::__private_v0_1::core::fmt::Result {
             f.write_str(__CB_VARIANTS[*self as usize])
         }
     }
@@ -127,66 +131,71 @@ const _: () = {
             __CB_NAMES[self as usize]
         }
         /// The toolbox's capability map, checked at compile time.
-        pub fn capability_map() -> &'static _cb::__private::CapabilityMap {
+        pub fn capability_map() -> &'static _cb::__private_v0_1::CapabilityMap {
             &__CB_MAP
         }
     }
-    impl _cb::__private::ToolSet for WorkspaceTool {
+    impl _cb::__private_v0_1::ToolSet for WorkspaceTool {
         const ALL: &'static [Self] = &__CB_ALL;
         fn name(self) -> &'static str {
             WorkspaceTool::name(self)
         }
-        fn capability_map() -> &'static _cb::__private::CapabilityMap {
+        fn capability_map() -> &'static _cb::__private_v0_1::CapabilityMap {
             &__CB_MAP
         }
-        fn policy() -> _cb::__private::Policy {
-            _cb::__private::declared_policy(
-                _cb::__private::Some(2u32),
-                _cb::__private::Some(4u32),
-                _cb::__private::None,
-                _cb::__private::None,
+        fn policy() -> _cb::__private_v0_1::Policy {
+            _cb::__private_v0_1::declared_policy(
+                _cb::__private_v0_1::Some(2u32),
+                _cb::__private_v0_1::Some(4u32),
+                _cb::__private_v0_1::None,
+                _cb::__private_v0_1::None,
             )
         }
     }
-    impl _cb::__private::core::convert::From<WorkspaceTool> for _cb::__private::ToolId {
+    impl _cb::__private_v0_1::core::convert::From<WorkspaceTool>
+    for _cb::__private_v0_1::ToolId {
         fn from(tool: WorkspaceTool) -> Self {
-            _cb::__private::ToolId::from_index(tool as u32)
+            _cb::__private_v0_1::ToolId::from_index(tool as u32)
         }
     }
-    impl _cb::__private::core::convert::From<WorkspaceTool> for _cb::__private::String {
+    impl _cb::__private_v0_1::core::convert::From<WorkspaceTool>
+    for _cb::__private_v0_1::String {
         fn from(tool: WorkspaceTool) -> Self {
-            _cb::__private::String::from(WorkspaceTool::name(tool))
+            _cb::__private_v0_1::String::from(WorkspaceTool::name(tool))
         }
     }
-    impl _cb::__private::core::fmt::Display for WorkspaceTool {
+    impl _cb::__private_v0_1::core::fmt::Display for WorkspaceTool {
         fn fmt(
             &self,
-            f: &mut _cb::__private::core::fmt::Formatter<'_>,
-        ) -> _cb::__private::core::fmt::Result {
+            f: &mut _cb::__private_v0_1::core::fmt::Formatter<'_>,
+        ) -> _cb::__private_v0_1::core::fmt::Result {
             f.pad(WorkspaceTool::name(*self))
         }
     }
-    impl _cb::__private::core::str::FromStr for WorkspaceTool {
-        type Err = _cb::__private::UnknownTool;
+    impl _cb::__private_v0_1::core::str::FromStr for WorkspaceTool {
+        type Err = _cb::__private_v0_1::UnknownTool;
         fn from_str(
             name: &str,
-        ) -> _cb::__private::core::result::Result<Self, _cb::__private::UnknownTool> {
-            <Self as _cb::__private::ToolSet>::from_name(name)
+        ) -> _cb::__private_v0_1::core::result::Result<
+            Self,
+            _cb::__private_v0_1::UnknownTool,
+        > {
+            <Self as _cb::__private_v0_1::ToolSet>::from_name(name)
         }
     }
-    impl _cb::__private::serde::Serialize for WorkspaceTool {
-        fn serialize<__S: _cb::__private::serde::Serializer>(
+    impl _cb::__private_v0_1::serde::Serialize for WorkspaceTool {
+        fn serialize<__S: _cb::__private_v0_1::serde::Serializer>(
             &self,
             serializer: __S,
-        ) -> _cb::__private::core::result::Result<__S::Ok, __S::Error> {
-            _cb::__private::serialize_tool(WorkspaceTool::name(*self), serializer)
+        ) -> _cb::__private_v0_1::core::result::Result<__S::Ok, __S::Error> {
+            _cb::__private_v0_1::serialize_tool(WorkspaceTool::name(*self), serializer)
         }
     }
-    impl<'de> _cb::__private::serde::Deserialize<'de> for WorkspaceTool {
-        fn deserialize<__D: _cb::__private::serde::Deserializer<'de>>(
+    impl<'de> _cb::__private_v0_1::serde::Deserialize<'de> for WorkspaceTool {
+        fn deserialize<__D: _cb::__private_v0_1::serde::Deserializer<'de>>(
             deserializer: __D,
-        ) -> _cb::__private::core::result::Result<Self, __D::Error> {
-            _cb::__private::deserialize_tool(deserializer)
+        ) -> _cb::__private_v0_1::core::result::Result<Self, __D::Error> {
+            _cb::__private_v0_1::deserialize_tool(deserializer)
         }
     }
     #[allow(private_interfaces)]
@@ -200,16 +209,16 @@ const _: () = {
         /// observers, another policy.
         pub fn with_expeditor(
             toolbox: Workspace,
-            configure: impl _cb::__private::core::ops::FnOnce(
-                _cb::__private::ExpeditorBuilder,
-            ) -> _cb::__private::ExpeditorBuilder,
+            configure: impl _cb::__private_v0_1::core::ops::FnOnce(
+                _cb::__private_v0_1::ExpeditorBuilder,
+            ) -> _cb::__private_v0_1::ExpeditorBuilder,
         ) -> Self {
-            let builder = <WorkspaceTool as _cb::__private::ToolSet>::expeditor_builder();
-            let expeditor = _cb::__private::expeditor(configure(builder));
+            let builder = <WorkspaceTool as _cb::__private_v0_1::ToolSet>::expeditor_builder();
+            let expeditor = _cb::__private_v0_1::expeditor(configure(builder));
             Self { toolbox, expeditor }
         }
         /// The expeditor: breakers, budget, reports.
-        pub fn expeditor(&self) -> &_cb::__private::Expeditor {
+        pub fn expeditor(&self) -> &_cb::__private_v0_1::Expeditor {
             &self.expeditor
         }
         /// The toolbox itself, unguarded.
@@ -221,7 +230,7 @@ const _: () = {
             &mut self.toolbox
         }
         /// The toolbox and its expeditor, apart.
-        pub fn into_parts(self) -> (Workspace, _cb::__private::Expeditor) {
+        pub fn into_parts(self) -> (Workspace, _cb::__private_v0_1::Expeditor) {
             (self.toolbox, self.expeditor)
         }
         /// Searches file contents.
@@ -232,58 +241,60 @@ const _: () = {
         pub fn grep(
             &self,
             pattern: &str,
-        ) -> _cb::__private::Outcome<Result<Vec<String>, std::io::Error>> {
-            let __cb_scope = _cb::__private::CallScope::enter("grep");
-            match _cb::__private::plan(
+        ) -> _cb::outcome::Outcome<Result<Vec<String>, std::io::Error>> {
+            let __cb_scope = _cb::__private_v0_1::CallScope::enter("grep");
+            match _cb::__private_v0_1::plan(
                 &self.expeditor,
                 WorkspaceTool::Grep,
-                &[_cb::__private::ToolId::from(WorkspaceTool::Bash)],
+                &[_cb::__private_v0_1::ToolId::from(WorkspaceTool::Bash)],
             ) {
-                _cb::__private::Plan::Primary(__cb_ticket) => {
-                    _cb::__private::finish_dated(
+                _cb::__private_v0_1::Plan::Primary(__cb_ticket) => {
+                    _cb::__private_v0_1::finish_dated(
                         &self.expeditor,
                         __cb_ticket,
-                        _cb::__private::None,
+                        _cb::__private_v0_1::None,
                         <Result<
                             Vec<String>,
                             std::io::Error,
-                        > as _cb::__private::ToolResult>::into_result(
+                        > as _cb::__private_v0_1::ToolResult>::into_result(
                             self.toolbox.grep(pattern),
                         ),
                         |__cb_error| {
-                            (&&&_cb::__private::Wrap(__cb_error)).__cb_failure()
+                            (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
                         },
                         |__cb_value| {
-                            (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
+                            (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
                         },
                     )
                 }
-                _cb::__private::Plan::Adapter {
+                _cb::__private_v0_1::Plan::Adapter {
                     ticket: __cb_ticket,
                     route: __cb_route,
                     ..
                 } => {
-                    _cb::__private::finish_dated(
+                    _cb::__private_v0_1::finish_dated(
                         &self.expeditor,
                         __cb_ticket,
-                        _cb::__private::Some(__cb_route),
+                        _cb::__private_v0_1::Some(__cb_route),
                         <Result<
                             Vec<String>,
                             std::io::Error,
-                        > as _cb::__private::ToolResult>::into_result(
+                        > as _cb::__private_v0_1::ToolResult>::into_result(
                             self.toolbox.grep_with_rg(pattern),
                         ),
                         |__cb_error| {
-                            (&&&_cb::__private::Wrap(__cb_error)).__cb_failure()
+                            (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
                         },
                         |__cb_value| {
-                            (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
+                            (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
                         },
                     )
                 }
-                _cb::__private::Plan::Refuse(__cb_refusal) => {
-                    _cb::__private::trace_refusal(&__cb_refusal);
-                    _cb::__private::Err(_cb::__private::CallError::Refused(__cb_refusal))
+                _cb::__private_v0_1::Plan::Refuse(__cb_refusal) => {
+                    _cb::__private_v0_1::trace_refusal(&__cb_refusal);
+                    _cb::__private_v0_1::Err(
+                        _cb::__private_v0_1::CallError::Refused(__cb_refusal),
+                    )
                 }
             }
         }
@@ -294,39 +305,39 @@ const _: () = {
         pub fn bash(
             &self,
             command: &str,
-        ) -> _cb::__private::Outcome<Result<String, std::io::Error>> {
-            let __cb_scope = _cb::__private::CallScope::enter("bash");
+        ) -> _cb::outcome::Outcome<Result<String, std::io::Error>> {
+            let __cb_scope = _cb::__private_v0_1::CallScope::enter("bash");
             match self.expeditor.decide(WorkspaceTool::Bash) {
-                _cb::__private::Decision::Call(__cb_ticket)
-                | _cb::__private::Decision::Probe(__cb_ticket) => {
-                    _cb::__private::finish_dated(
+                _cb::__private_v0_1::Decision::Call(__cb_ticket)
+                | _cb::__private_v0_1::Decision::Probe(__cb_ticket) => {
+                    _cb::__private_v0_1::finish_dated(
                         &self.expeditor,
                         __cb_ticket,
-                        _cb::__private::None,
+                        _cb::__private_v0_1::None,
                         <Result<
                             String,
                             std::io::Error,
-                        > as _cb::__private::ToolResult>::into_result(
+                        > as _cb::__private_v0_1::ToolResult>::into_result(
                             self.toolbox.bash(command),
                         ),
                         |__cb_error| {
-                            (&&&_cb::__private::Wrap(__cb_error)).__cb_failure()
+                            (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
                         },
                         |__cb_value| {
-                            (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
+                            (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
                         },
                     )
                 }
                 __cb_decision => {
-                    let __cb_refusal = _cb::__private::refuse(
+                    let __cb_refusal = _cb::__private_v0_1::refuse(
                         &self.expeditor,
-                        _cb::__private::ToolId::from(WorkspaceTool::Bash),
+                        _cb::__private_v0_1::ToolId::from(WorkspaceTool::Bash),
                         &__cb_decision,
                     );
                     {
-                        _cb::__private::trace_refusal(&__cb_refusal);
-                        _cb::__private::Err(
-                            _cb::__private::CallError::Refused(__cb_refusal),
+                        _cb::__private_v0_1::trace_refusal(&__cb_refusal);
+                        _cb::__private_v0_1::Err(
+                            _cb::__private_v0_1::CallError::Refused(__cb_refusal),
                         )
                     }
                 }
@@ -339,40 +350,40 @@ const _: () = {
         pub async fn web_search(
             &mut self,
             query: String,
-        ) -> _cb::__private::Outcome<std::io::Result<Vec<String>>> {
-            let __cb_span = _cb::__private::call_span("WebSearch");
-            _cb::__private::Instrument::instrument(
+        ) -> _cb::outcome::Outcome<std::io::Result<Vec<String>>> {
+            let __cb_span = _cb::__private_v0_1::call_span("WebSearch");
+            _cb::__private_v0_1::Instrument::instrument(
                     async move {
                         match self.expeditor.decide(WorkspaceTool::WebSearch) {
-                            _cb::__private::Decision::Call(__cb_ticket)
-                            | _cb::__private::Decision::Probe(__cb_ticket) => {
-                                _cb::__private::finish_dated(
+                            _cb::__private_v0_1::Decision::Call(__cb_ticket)
+                            | _cb::__private_v0_1::Decision::Probe(__cb_ticket) => {
+                                _cb::__private_v0_1::finish_dated(
                                     &self.expeditor,
                                     __cb_ticket,
-                                    _cb::__private::None,
+                                    _cb::__private_v0_1::None,
                                     <std::io::Result<
                                         Vec<String>,
-                                    > as _cb::__private::ToolResult>::into_result(
+                                    > as _cb::__private_v0_1::ToolResult>::into_result(
                                         self.toolbox.web_search(query).await,
                                     ),
                                     |__cb_error| {
-                                        (&&&_cb::__private::Wrap(__cb_error)).__cb_failure()
+                                        (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
                                     },
                                     |__cb_value| {
-                                        (&&_cb::__private::DateOf(__cb_value)).__cb_data_time()
+                                        (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
                                     },
                                 )
                             }
                             __cb_decision => {
-                                let __cb_refusal = _cb::__private::refuse(
+                                let __cb_refusal = _cb::__private_v0_1::refuse(
                                     &self.expeditor,
-                                    _cb::__private::ToolId::from(WorkspaceTool::WebSearch),
+                                    _cb::__private_v0_1::ToolId::from(WorkspaceTool::WebSearch),
                                     &__cb_decision,
                                 );
                                 {
-                                    _cb::__private::trace_refusal(&__cb_refusal);
-                                    _cb::__private::Err(
-                                        _cb::__private::CallError::Refused(__cb_refusal),
+                                    _cb::__private_v0_1::trace_refusal(&__cb_refusal);
+                                    _cb::__private_v0_1::Err(
+                                        _cb::__private_v0_1::CallError::Refused(__cb_refusal),
                                     )
                                 }
                             }

@@ -13,7 +13,7 @@ mod deadline;
 #[cfg(feature = "json")]
 pub mod dispatch;
 mod finish;
-mod outcome;
+pub mod outcome;
 mod plan;
 mod refusal;
 mod stale;

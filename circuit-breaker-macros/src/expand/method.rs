@@ -1,0 +1,375 @@
+//! One method of the guarded handle per tool, with the tool's signature: it runs the tool's
+//! prechecks, asks the expeditor, calls the tool or an adapter (timed by a deadline when it
+//! has one), and records the outcome, labelled and kept as the tool's freshness keys say.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned};
+use syn::Ident;
+
+use super::handle::stale_field;
+use super::runtime::{PRIVATE, RUNTIME};
+use crate::check::{Checked, CheckedTool, MethodRef};
+use crate::parse::Receiver;
+
+/// One method of the guarded handle, mirroring `tool`.
+pub fn handle_method(
+    checked: &Checked<'_>,
+    tool: &CheckedTool<'_>,
+    enum_ident: &Ident,
+) -> TokenStream {
+    let method = Method::new(checked, tool, enum_ident);
+    let sig = &tool.tool.sig;
+    let ident = &tool.tool.ident;
+    let asyncness = &sig.asyncness;
+    let generics = &sig.generics;
+    let where_clause = &sig.generics.where_clause;
+    let receiver = &sig.handle_receiver;
+    let params = sig.params.iter().map(|p| {
+        let (name, ty) = (&p.name, &p.ty);
+        quote!(#name: #ty)
+    });
+    let docs = &sig.docs;
+    let guard_doc = format!(
+        " Guarded `{}`: asks the expeditor first; see [the handle](Self).",
+        tool.tool.name
+    );
+    let output = &sig.output;
+    // Spanned at the user's return type, all of it: a tool that does not return a `Result` is
+    // reported there, once, as the call of `ToolResult::into_result` in the body reports it.
+    let runtime = RUNTIME.at(method.output_span);
+    let returns = quote_spanned!(method.output_span=> #runtime::outcome::Outcome<#output>);
+    let body = method.body();
+    quote! {
+        #(#docs)*
+        #[doc = ""]
+        #[doc = #guard_doc]
+        // Inlined like the runtime API's decide and record: the caller sees the ticket path
+        // and the `Result` never goes through memory. Always: the body is the ticket path and
+        // one call of the tool, and rustc keeps a method called from several places out of
+        // line otherwise (1.7-2.5x the runtime API).
+        #[inline(always)]
+        #[allow(clippy::inline_always)]
+        pub #asyncness fn #ident #generics (#receiver, #(#params),*)
+            -> #returns
+            #where_clause
+        {
+            #body
+        }
+    }
+}
+
+/// What the body of one handle method is generated from.
+struct Method<'c, 'a> {
+    checked: &'c Checked<'a>,
+    tool: &'c CheckedTool<'a>,
+    enum_ident: &'c Ident,
+    /// The parameters' names, as the handle method passes them on.
+    args: Vec<&'c Ident>,
+    /// The span of the tool's return type: everything that needs `ToolResult` carries it, so
+    /// a tool that does not return a `Result` (or an adapter returning another type) is one
+    /// error at that type.
+    output_span: Span,
+}
+
+impl<'c, 'a> Method<'c, 'a> {
+    fn new(checked: &'c Checked<'a>, tool: &'c CheckedTool<'a>, enum_ident: &'c Ident) -> Self {
+        Method {
+            checked,
+            tool,
+            enum_ident,
+            args: tool.tool.arg_names().collect(),
+            output_span: syn::spanned::Spanned::span(&tool.tool.sig.output),
+        }
+    }
+
+    /// Whether results are labelled (R6): compared with the last, cached, or kept.
+    fn labelled(&self) -> bool {
+        self.tool.freshness || self.tool.caches || self.tool.serve_stale
+    }
+
+    /// The body: the arguments' digest, prechecks, the labelling, the call as decided, inside
+    /// the call's `execute_tool` span (B12): entered around the body of a sync method; the
+    /// body of an async one is instrumented with it (a guard must not live across `.await`).
+    fn body(&self) -> TokenStream {
+        let hashed = self.tool.freshness || self.tool.serve_stale;
+        let args = &self.args;
+        let args_digest = if hashed {
+            quote!(let __cb_args: u64 = #PRIVATE::digest(&(#(&#args,)*));)
+        } else {
+            TokenStream::new()
+        };
+        let prechecks = self.prechecks();
+        let freshen = self.freshen();
+        let decided = if self.tool.adapters().next().is_none() {
+            self.direct()
+        } else {
+            self.routed()
+        };
+        let body = quote! {
+            #args_digest
+            #prechecks
+            #freshen
+            #decided
+        };
+        let name = &self.tool.tool.name;
+        if self.tool.tool.sig.is_async() {
+            quote! {
+                let __cb_span = #PRIVATE::call_span(#name);
+                #PRIVATE::Instrument::instrument(async move { #body }, __cb_span).await
+            }
+        } else {
+            quote! {
+                let __cb_scope = #PRIVATE::CallScope::enter(#name);
+                #body
+            }
+        }
+    }
+
+    /// Runs the pre-call checks the checked model lists for this tool (R10): its own, and
+    /// those of the alternatives its adapters go through.
+    fn prechecks(&self) -> TokenStream {
+        let enum_ident = self.enum_ident;
+        let mut out = TokenStream::new();
+        for precheck in &self.tool.prechecks {
+            let variant = &self.checked.tools[precheck.tool].variant;
+            let run = call_method(self.checked, &precheck.method, &[]);
+            out.extend(quote! {
+                if self.expeditor.should_precheck(#enum_ident::#variant) {
+                    let __cb_availability = #PRIVATE::IntoAvailability::into_availability(#run);
+                    self.expeditor.record_precheck(#enum_ident::#variant, __cb_availability);
+                }
+            });
+        }
+        out
+    }
+
+    /// `__cb_freshen`, what labels a value (R6): the tool, the arguments' digest when outputs
+    /// are compared, how to digest and date a value. Nothing for a tool that labels none.
+    fn freshen(&self) -> TokenStream {
+        if !self.labelled() {
+            return TokenStream::new();
+        }
+        let (enum_ident, variant) = (self.enum_ident, &self.tool.variant);
+        let (args_field, digest) = if self.tool.freshness {
+            (
+                quote!(#PRIVATE::Some(__cb_args)),
+                quote!(|__cb_value| #PRIVATE::Some(#PRIVATE::digest(__cb_value))),
+            )
+        } else {
+            (quote!(#PRIVATE::None), quote!(|_| #PRIVATE::None))
+        };
+        let value_ty = self.value_ty();
+        let dated = dated();
+        quote! {
+            let __cb_freshen: #PRIVATE::Freshen<#value_ty> = #PRIVATE::Freshen {
+                tool: #PRIVATE::ToolId::from(#enum_ident::#variant),
+                args: #args_field,
+                digest: #digest,
+                dated: #dated,
+            };
+        }
+    }
+
+    /// The tool's success type, spanned at its return type.
+    fn value_ty(&self) -> TokenStream {
+        let output = &self.tool.tool.sig.output;
+        let private = PRIVATE.at(self.output_span);
+        quote_spanned!(self.output_span=> <#output as #private::ToolResult>::Ok)
+    }
+
+    /// `call` (a tool's or an adapter's answer) as a plain `Result`.
+    fn as_result(&self, call: &TokenStream) -> TokenStream {
+        let output = &self.tool.tool.sig.output;
+        let private = PRIVATE.at(self.output_span);
+        quote_spanned!(self.output_span=> <#output as #private::ToolResult>::into_result(#call))
+    }
+
+    /// How one call ends: recorded, labelled, kept.
+    fn finish(
+        &self,
+        ticket: &TokenStream,
+        route: &TokenStream,
+        result: &TokenStream,
+    ) -> TokenStream {
+        let failure = quote!(|__cb_error| (&&&#PRIVATE::Wrap(__cb_error)).__cb_failure());
+        let finished = if self.labelled() {
+            quote!(#PRIVATE::finish_fresh(&self.expeditor, #ticket, #route, #result, #failure, &__cb_freshen))
+        } else {
+            let dated = dated();
+            quote!(#PRIVATE::finish_dated(&self.expeditor, #ticket, #route, #result, #failure, #dated))
+        };
+        if self.tool.serve_stale {
+            let stale_field = stale_field(self.tool);
+            quote!({
+                let __cb_outcome = #finished;
+                #PRIVATE::keep_last_good(&self.#stale_field, __cb_args, &self.expeditor, &__cb_outcome);
+                __cb_outcome
+            })
+        } else {
+            finished
+        }
+    }
+
+    /// The answer to a refused call: the last good result for a `serve_stale` tool, the
+    /// refusal otherwise.
+    fn refuse(&self) -> TokenStream {
+        if self.tool.serve_stale {
+            let stale_field = stale_field(self.tool);
+            quote!(#PRIVATE::serve_stale(__cb_refusal, &self.#stale_field, __cb_args))
+        } else {
+            quote!({
+                #PRIVATE::trace_refusal(&__cb_refusal);
+                #PRIVATE::Err(#PRIVATE::CallError::Refused(__cb_refusal))
+            })
+        }
+    }
+
+    /// One call, recorded through `__cb_ticket` with `route`: `call` is the call's expression
+    /// without `.await`. With a deadline (B13, the recording tool's `timeout`), the call is
+    /// timed from here, after the decision: an async one races the expeditor's clock and is
+    /// dropped when the deadline comes first; a sync one cannot be stopped, and its answer is
+    /// dropped when it comes at or after the deadline. Either is a timeout failure. Without
+    /// one, no clock is read.
+    fn called(
+        &self,
+        call: &TokenStream,
+        is_async: bool,
+        timeout: Option<u64>,
+        route: &TokenStream,
+    ) -> TokenStream {
+        let ticket = quote!(__cb_ticket);
+        let Some(millis) = timeout else {
+            let awaited = if is_async {
+                quote!(#call.await)
+            } else {
+                call.clone()
+            };
+            return self.finish(&ticket, route, &self.as_result(&awaited));
+        };
+        let done = self.finish(&ticket, route, &self.as_result(&quote!(__cb_output)));
+        let late = quote!(#PRIVATE::timed_out(#ticket, #route, __cb_deadline));
+        if is_async {
+            quote!({
+                let __cb_deadline = #PRIVATE::Deadline::start(&self.expeditor, #millis);
+                match __cb_deadline.within(&self.expeditor, #call).await {
+                    #PRIVATE::Some(__cb_output) => #done,
+                    #PRIVATE::None => #late,
+                }
+            })
+        } else {
+            quote!({
+                let __cb_deadline = #PRIVATE::Deadline::start(&self.expeditor, #millis);
+                let __cb_output = #call;
+                if __cb_deadline.passed(&self.expeditor) {
+                    #late
+                } else {
+                    #done
+                }
+            })
+        }
+    }
+
+    /// The tool's own call, recorded with `route`.
+    fn primary(&self, route: &TokenStream) -> TokenStream {
+        let sig = &self.tool.tool.sig;
+        // Without `.await`: `called` awaits it, or times it.
+        let call = call(
+            self.checked,
+            sig.receiver,
+            &self.tool.tool.ident,
+            &self.args,
+            false,
+            Span::call_site(),
+        );
+        self.called(&call, sig.is_async(), self.tool.timeout, route)
+    }
+
+    /// A tool without adapters: the decision matched here, as a hand-written caller of the
+    /// runtime API does, so that the ticket goes from `decide` to `finish` without another
+    /// enum around it.
+    fn direct(&self) -> TokenStream {
+        let (enum_ident, variant) = (self.enum_ident, &self.tool.variant);
+        let done = self.primary(&quote!(#PRIVATE::None));
+        let refuse = self.refuse();
+        quote! {
+            match self.expeditor.decide(#enum_ident::#variant) {
+                #PRIVATE::Decision::Call(__cb_ticket)
+                | #PRIVATE::Decision::Probe(__cb_ticket) => #done,
+                __cb_decision => {
+                    let __cb_refusal = #PRIVATE::refuse(&self.expeditor, #PRIVATE::ToolId::from(#enum_ident::#variant), &__cb_decision);
+                    #refuse
+                }
+            }
+        }
+    }
+
+    /// A tool with adapters: the runtime plans the call (the tool, an adapter through an
+    /// alternative, or a refusal), and each adapter's call is recorded against its
+    /// alternative, timed by that alternative's deadline.
+    fn routed(&self) -> TokenStream {
+        let (enum_ident, variant) = (self.enum_ident, &self.tool.variant);
+        let adapters: Vec<(&MethodRef, usize)> = self.tool.adapters().collect();
+        let targets = adapters.iter().map(|(_, target)| {
+            let v = &self.checked.tools[*target].variant;
+            quote!(#PRIVATE::ToolId::from(#enum_ident::#v))
+        });
+        let last = adapters.len() - 1;
+        let arms = adapters.iter().enumerate().map(|(i, (via, target))| {
+            let call = call(self.checked, via.receiver, &via.ident, &self.args, false, via.ident.span());
+            let pattern = if i == last { quote!(..) } else { quote!(index: #i, ..) };
+            let timeout = self.checked.tools[*target].timeout;
+            let done = self.called(&call, via.is_async, timeout, &quote!(#PRIVATE::Some(__cb_route)));
+            quote! {
+                #PRIVATE::Plan::Adapter { ticket: __cb_ticket, route: __cb_route, #pattern } => #done,
+            }
+        });
+        let done = self.primary(&quote!(#PRIVATE::None));
+        let refuse = self.refuse();
+        quote! {
+            match #PRIVATE::plan(&self.expeditor, #enum_ident::#variant, &[#(#targets),*]) {
+                #PRIVATE::Plan::Primary(__cb_ticket) => #done,
+                #(#arms)*
+                #PRIVATE::Plan::Refuse(__cb_refusal) => #refuse,
+            }
+        }
+    }
+}
+
+/// Every tool's value is dated when its type is `Dated` (R6.3): through autoref, so the date
+/// check is a constant `None` (and compiles away) for any other type.
+fn dated() -> TokenStream {
+    quote!(|__cb_value| (&&#PRIVATE::DateOf(__cb_value)).__cb_data_time())
+}
+
+/// How the handle reaches a method: through `self.toolbox` or as an associated function.
+fn call(
+    checked: &Checked<'_>,
+    receiver: Receiver,
+    method: &Ident,
+    args: &[&Ident],
+    is_async: bool,
+    span: Span,
+) -> TokenStream {
+    let self_ty = &checked.toolbox.item.self_ty;
+    let target = match receiver {
+        Receiver::Ref | Receiver::Mut => quote_spanned!(span=> self.toolbox.#method(#(#args),*)),
+        Receiver::None => quote_spanned!(span=> <#self_ty>::#method(#(#args),*)),
+    };
+    if is_async {
+        quote_spanned!(span=> #target.await)
+    } else {
+        target
+    }
+}
+
+/// A call of a checked method (an adapter, a precheck), spanned at its name where it is used.
+fn call_method(checked: &Checked<'_>, method: &MethodRef, args: &[&Ident]) -> TokenStream {
+    call(
+        checked,
+        method.receiver,
+        &method.ident,
+        args,
+        method.is_async,
+        method.ident.span(),
+    )
+}
