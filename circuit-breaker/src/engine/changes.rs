@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use crate::model::breaker::SuccessMark;
 use crate::event::Event;
 use crate::fleet::SharedTransition;
+use crate::model::breaker::SuccessMark;
 use crate::model::id::ToolId;
 use crate::model::registry::ToolDef;
 

@@ -4,12 +4,12 @@
 //! the store is unreachable they are this worker's alone.
 
 use super::{Changes, Engine, PauseReason};
-use crate::model::breaker::{CircuitState, Transition};
-use crate::model::cascade::SystemicEvent;
 use crate::clock::Timestamp;
 use crate::event::Event;
 use crate::failure::{Failure, FailureCategory};
 use crate::fleet::{SharedOpen, SharedTransition, StoreStatus};
+use crate::model::breaker::{CircuitState, Transition};
+use crate::model::cascade::SystemicEvent;
 
 /// One tool's standing with the fleet (B11).
 #[derive(Debug, Clone, Default)]

@@ -4,9 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Changes, Engine, PauseReason, Recorded};
-use crate::model::breaker::Via;
 use crate::clock::Timestamp;
 use crate::event::Event;
+use crate::model::breaker::Via;
 use crate::model::id::ToolId;
 
 /// The model's own mistakes in this cycle (B8, B14): a tool name that is no tool, arguments

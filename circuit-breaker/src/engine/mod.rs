@@ -54,18 +54,18 @@ mod view;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::model::breaker::{BreakerRecord, CircuitState, Transition, Verdict as Breaker, Via};
-use crate::model::budget::Budget;
-use crate::model::cascade::{Cascade, may_correlate};
 use crate::clock::Timestamp;
 use crate::event::Event;
 use crate::failure::Failure;
 use crate::freshness::FreshnessTracker;
+use crate::model::breaker::{BreakerRecord, CircuitState, Transition, Verdict as Breaker, Via};
+use crate::model::budget::Budget;
+use crate::model::cascade::{Cascade, may_correlate};
 use crate::model::group::Groups;
 use crate::model::id::{ToolId, ToolName};
-use crate::policy::Policy;
 use crate::model::precheck::Precheck;
 use crate::model::registry::ToolDef;
+use crate::policy::Policy;
 
 pub(crate) use changes::{Changes, Dirty};
 pub use mistakes::MistakeCount;

@@ -2,8 +2,8 @@
 //! pause when none can, and the refusal of a deferred sub-task's tools.
 
 use super::{Changes, Engine, PauseReason};
-use crate::model::breaker::CircuitState;
 use crate::event::Event;
+use crate::model::breaker::CircuitState;
 use crate::model::id::ToolId;
 use crate::route::Route;
 use crate::scope::{Deferral, ScopeError, ScopeLine, ScopeReport, Task, ToolStanding, WorkStatus};

@@ -3,11 +3,11 @@
 //! reached again, they come back together. Also the servers for the reports.
 
 use super::{Changes, Engine, Recorded};
-use crate::model::breaker::{CircuitState, Transition};
-use crate::model::cascade::may_correlate;
 use crate::clock::Timestamp;
 use crate::event::Event;
 use crate::failure::Failure;
+use crate::model::breaker::{CircuitState, Transition};
+use crate::model::cascade::may_correlate;
 use crate::model::group::{Outage, ServerLine, ServerOutage};
 use crate::model::id::ToolId;
 

@@ -2,10 +2,10 @@
 //! a bad snapshot changes nothing.
 
 use super::{Changes, Engine, PauseReason};
-use crate::model::breaker::{BreakerRecord, SuccessMark};
 use crate::capability::{MapError, MapErrors, ToolSpec, check_tool};
-use crate::model::cascade::Cascade;
 use crate::event::Event;
+use crate::model::breaker::{BreakerRecord, SuccessMark};
+use crate::model::cascade::Cascade;
 use crate::model::id::ToolId;
 use crate::snapshot::{RestoreError, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, Snapshot};
 

@@ -3,13 +3,13 @@
 //! of its cause.
 
 use super::{Changes, Engine, PauseReason};
-use crate::model::breaker::CircuitState;
-use crate::model::budget::LedgerEntry;
-use crate::model::cascade::SystemicEvent;
 use crate::clock::Timestamp;
 use crate::event::Event;
 use crate::failure::{Failure, FailureCategory};
 use crate::fleet::SharedTransition;
+use crate::model::breaker::CircuitState;
+use crate::model::budget::LedgerEntry;
+use crate::model::cascade::SystemicEvent;
 use crate::model::id::ToolId;
 
 impl Engine {

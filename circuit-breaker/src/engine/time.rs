@@ -4,9 +4,9 @@
 //! clock.
 
 use super::{Changes, Dirty, Engine, MistakeCount, PauseReason, transition_event};
-use crate::model::breaker::{BreakerRecord, CircuitState};
 use crate::clock::Timestamp;
 use crate::event::Event;
+use crate::model::breaker::{BreakerRecord, CircuitState};
 use crate::model::id::ToolId;
 
 /// What runs on wall time (B13, B15): the jitter's draws, when anything timed is next due,

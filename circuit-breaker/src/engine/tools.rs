@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use super::fleet::FleetSlot;
 use super::{Changes, Engine};
-use crate::model::breaker::BreakerRecord;
 use crate::capability::{MapError, MapErrors, ToolSpec, check_tool};
 use crate::event::Event;
 use crate::freshness::FreshnessProfile;
+use crate::model::breaker::BreakerRecord;
 use crate::model::id::ToolId;
 use crate::model::precheck::Precheck;
 use crate::model::registry::ToolDef;

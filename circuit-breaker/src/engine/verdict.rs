@@ -3,9 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::failure::FailureCategory;
 use crate::model::breaker::CircuitState;
 use crate::model::budget::BudgetStatus;
-use crate::failure::FailureCategory;
 
 /// Why every call is paused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -4,13 +4,13 @@
 use std::sync::Arc;
 
 use super::{Engine, PauseReason};
+use crate::clock::Timestamp;
 use crate::model::breaker::{BreakerRecord, CircuitState};
 use crate::model::budget::Budget;
 use crate::model::cascade::SystemicEvent;
-use crate::clock::Timestamp;
 use crate::model::id::ToolId;
-use crate::policy::Policy;
 use crate::model::registry::ToolDef;
+use crate::policy::Policy;
 use crate::route::{Routes, ToolView};
 
 impl ToolView for Engine {

@@ -320,7 +320,7 @@ mod tests {
             .collect();
         assert_eq!(schedule, [3, 6, 12, 20, 20, 20]);
         assert_eq!(backoff_interval(3, 0, 20), 3);
-        // Chain capping is the expeditor's (see tests/r9_cascade.rs).
+        // Chain capping is the expeditor's (see tests/state_machine/r9_cascade.rs).
         assert_eq!(backoff_interval(3, 40, 20), 20, "no overflow");
     }
 }

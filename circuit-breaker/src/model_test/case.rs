@@ -8,11 +8,11 @@ use super::Coverage;
 use super::driver::{EngineDriver, Path};
 use super::model::{Expect, MEntry, MRecorded, Model};
 use super::setup::{EventLog, OWN_CATEGORY, Op, Outcome, SHARED_CATEGORY, Setup, message};
+use crate::engine::Verdict;
+use crate::expeditor::{Recorded, Ticket, ToolId};
 use crate::model::breaker::BreakerRecord;
 use crate::model::budget::Budget;
 use crate::model::cascade::SystemicEvent;
-use crate::engine::Verdict;
-use crate::expeditor::{Recorded, Ticket, ToolId};
 use crate::{
     CircuitState, Decision, Expeditor, Failure, FailureCategory, PauseReason, Route, SkipReason,
 };

@@ -9,18 +9,18 @@
 //! followed by [`Mirror::publish`]. Records are read through [`View`], with the mirror's
 //! cells filled in, as the expeditor reads them.
 
-use crate::model::breaker::{BreakerRecord, Via};
-use crate::model::budget::Budget;
 use crate::capability::{CapabilityMap, MapErrors};
-use crate::model::cascade::SystemicEvent;
 use crate::clock::Timestamp;
 use crate::engine::{Changes, Engine, PauseReason, Recorded, SkipReason, Verdict};
 use crate::event::Event;
-use crate::failure::Failure;
-use crate::model::id::ToolId;
 use crate::expeditor::mirror::{Mirror, OpenCheck};
-use crate::report::View;
+use crate::failure::Failure;
+use crate::model::breaker::{BreakerRecord, Via};
+use crate::model::budget::Budget;
+use crate::model::cascade::SystemicEvent;
+use crate::model::id::ToolId;
 use crate::policy::Policy;
+use crate::report::View;
 use crate::route::Routes;
 use crate::snapshot::Snapshot;
 

@@ -36,7 +36,7 @@ impl AlternativeSpec {
     }
 
     /// An alternative from `'static` parts, in a `const` context (for generated maps, through
-    /// `__private`).
+    /// `__private_v0_1`).
     pub(crate) const fn borrowed(
         tool: &'static str,
         method: &'static str,

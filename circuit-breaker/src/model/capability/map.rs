@@ -72,7 +72,7 @@ impl ServerSpec {
 
 impl CapabilityMap {
     /// A map over a `static` slice of tools, in a `const` context (for generated maps,
-    /// through `__private`).
+    /// through `__private_v0_1`).
     pub(crate) const fn borrowed(tools: &'static [ToolSpec]) -> Self {
         CapabilityMap {
             tools: Cow::Borrowed(tools),

@@ -76,7 +76,7 @@ impl ToolSpec {
     }
 
     /// A tool from `'static` parts, in a `const` context (for generated maps, through
-    /// `__private`).
+    /// `__private_v0_1`).
     #[allow(clippy::too_many_arguments)] // the fields of `StaticTool`, one by one
     pub(crate) const fn borrowed(
         name: &'static str,
