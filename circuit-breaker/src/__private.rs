@@ -11,7 +11,7 @@ pub use crate::expeditor::{Decision, Expeditor, ExpeditorBuilder, ToolId};
 pub use crate::failure::{Classify, Failure};
 pub use crate::freshness::{Dated, FreshnessProfile, StaleCache, digest};
 pub use crate::model::precheck::Availability;
-pub use crate::outcome::ToolResult;
+pub use crate::executor::outcome::ToolResult;
 pub use crate::policy::{Policy, ProbeUnit};
 pub use crate::toolbox::{ToolSet, UnknownTool};
 pub use core;

@@ -327,8 +327,11 @@ fn the_mirror_has_one_writer() {
         mirror[publish..].contains("halted") && mirror.find("halted.store").unwrap() > publish,
         "the pause flag is written in Mirror::publish"
     );
+    // The model-based test drives the engine and the mirror the way the expeditor does; it is
+    // compiled only into the crate's own tests, so it is no second writer in a build.
     let callers: Vec<&String> = files
         .iter()
+        .filter(|(path, _)| !path.starts_with("model_test/"))
         .flat_map(|(path, text)| text.matches("mirror.publish(").map(move |_| path))
         .collect();
     assert_eq!(callers.len(), 1, "one call of Mirror::publish: {callers:?}");
