@@ -3,6 +3,7 @@
 use std::fmt;
 
 pub use crate::capability::{AlternativeSpec, CapabilityMap, Degradation, ToolSpec};
+pub use crate::executor::outcome::ToolResult;
 pub use crate::executor::{
     CallError, Deadline, Freshen, Plan, Routed, finish_dated, finish_fresh, keep_last_good, plan,
     plan_direct, refuse, serve_stale, timed_out, trace_refusal,
@@ -11,7 +12,6 @@ pub use crate::expeditor::{Decision, Expeditor, ExpeditorBuilder, ToolId};
 pub use crate::failure::{Classify, Failure};
 pub use crate::freshness::{Dated, FreshnessProfile, StaleCache, digest};
 pub use crate::model::precheck::Availability;
-pub use crate::executor::outcome::ToolResult;
 pub use crate::policy::{Policy, ProbeUnit};
 pub use crate::toolbox::{ToolSet, UnknownTool};
 pub use core;
