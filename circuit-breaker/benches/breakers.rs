@@ -1,9 +1,9 @@
-//! The cost of a circuit breaker on a tool call (issues #6, #10, #14; SPEC B5), measured in
-//! one run against a direct call and three other Rust breakers: recloser 1.4 (error rate 0.99
-//! over 3 calls), failsafe 1.3 (`consecutive_failures(3, ..)`) and tower-resilience 0.13
-//! (`consecutive_failures(3)`; 0.14, which issue 14 names, is not on the registry this machine
-//! reaches, 0.13.0 is the newest there and builds with rustc 1.95). Ours: threshold 3, probes
-//! counted in steps, so an OPEN tool stays OPEN under the harness.
+//! The cost of a circuit breaker on a tool call (B5), measured in one run against a direct call
+//! and three other Rust breakers: recloser 1.4 (error rate 0.99 over 3 calls), failsafe 1.3
+//! (`consecutive_failures(3, ..)`) and tower-resilience 0.13 (`consecutive_failures(3)`; 0.13
+//! rather than 0.14 because 0.14 is not on the registry this machine reaches, 0.13.0 is the
+//! newest there and builds with rustc 1.95). Ours: threshold 3, probes counted in steps, so an
+//! OPEN tool stays OPEN under the harness.
 //!
 //! tower-resilience's breaker is a tower `Service`: each call is `poll_ready`, `call` and one
 //! poll of the boxed future it returns, all with a no-op waker on the benchmark's thread
@@ -15,9 +15,10 @@
 //! Groups, with `t(group/name)` the median criterion prints for a row:
 //!
 //! - `healthy/*`: a CLOSED breaker, every call succeeding (no step). `healthy/circuit-breaker
-//!   #[toolbox] method` is issue 14's "`#[toolbox]` method, healthy"; `.. #[toolbox] method,
-//!   tool that may fail` is the same around `work_may_fail`, a tool the compiler cannot prove
-//!   infallible (LLVM may delete the failure arm of the always-`Ok` `work`, issue 15).
+//!   #[toolbox] method` is the "healthy, `#[toolbox]` method" row of BENCHMARKS.md's summary;
+//!   `.. #[toolbox] method, tool that may fail` is the same around `work_may_fail`, a tool the
+//!   compiler cannot prove infallible (LLVM may delete the failure arm of the always-`Ok`
+//!   `work`).
 //! - `rejected/*`: an OPEN breaker turning the call away. `rejected/circuit-breaker #[toolbox]
 //!   method` is the generated method on an OPEN tool (the refusal, built and dropped
 //!   unrendered); `rejected/circuit-breaker #[toolbox] refusal, render text` is `to_string()`
@@ -62,10 +63,12 @@
 //!   and the typed guarded method (`hand: serde_json::from_value + typed method`), and the
 //!   same plus `Reply::from_call` (the dispatcher's output: the value serialised). Each side
 //!   clones the same `Value` per call.
-//! - `clock/system clock now` and `fleet/*` (issue 13): see BENCHMARKS.md.
-//! - `telemetry/<path>/<setup>` (issue 15, SPEC B12): what the `execute_tool` span and the
-//!   `otel` metrics cost. Paths: `healthy` (the `#[toolbox]` method of `healthy`, the same
-//!   toolbox), `refusal` (that method on an OPEN tool, as in `rejected`), `failure` (a
+//! - `clock/system clock now` (one read of the wall clock, which the first success of a tool in
+//!   a step pays) and `fleet/*` (B11: the healthy path with a fleet store attached and
+//!   without): see BENCHMARKS.md.
+//! - `telemetry/<path>/<setup>` (B12): what the `execute_tool` span and the `otel` metrics
+//!   cost. Paths: `healthy` (the `#[toolbox]` method of `healthy`, the same toolbox),
+//!   `refusal` (that method on an OPEN tool, as in `rejected`), `failure` (a
 //!   `#[toolbox]` method whose tool fails, on a CLOSED tool: threshold and budget 1,000,000, a
 //!   fresh toolbox built untimed every 10,000 failures), `tool 1 µs` and `tool 100 µs` (a
 //!   healthy tool that spins that long on the monotonic clock first). Setups, each installed
@@ -84,7 +87,7 @@
 //!   metrics` only. Printed before each setup's rows: `alloc/telemetry, healthy call, <setup>:
 //!   N allocations, B bytes per call`.
 //!
-//! Ratios (issue 14's targets), each within one run:
+//! Ratios, each within one run, and the targets they are held to:
 //!
 //! - breaker overhead at a cadence = `t(step_healthy/<impl>/<cadence>) − t(step_healthy/bare
 //!   call/<cadence>)`: the loop, the tool and the step counter are the same on both sides;
@@ -106,9 +109,9 @@
 //! - JSON dispatcher = `t(json/#[toolbox(json)] call(name, Value)) / t(json/hand:
 //!   serde_json::from_value + typed method)` (target at most 1.1x); over `.. + Reply::from_call`
 //!   it is the dispatcher's own glue alone.
-//! - telemetry (issue 15) = `t(telemetry/<path>/<setup>) / t(telemetry/<path>/off)`; the
-//!   span check when nobody listens = `t(healthy/circuit-breaker #[toolbox] method)` of this
-//!   commit over the same row of the commit before the spans (e4ea49e), run in one sitting.
+//! - telemetry = `t(telemetry/<path>/<setup>) / t(telemetry/<path>/off)`; the span check when
+//!   nobody listens = `t(healthy/circuit-breaker #[toolbox] method)` of this commit over the
+//!   same row of the commit before the spans (e4ea49e), run in one sitting.
 //!
 //! Run with `cargo bench -p agent-circuit-breaker --bench breakers` (one group: `... -- failure`;
 //! quick: `... -- failure --warm-up-time 0.2 --measurement-time 0.5`; the telemetry rows that
@@ -535,8 +538,8 @@ fn rejected(c: &mut Criterion) {
     group.bench_function("tower-resilience 0.13", |b| {
         b.iter(|| black_box(tower_call(&mut tower, black_box(1)).is_err()));
     });
-    // Issue 14: the generated method on an OPEN tool. The refusal is built and dropped
-    // unrendered; rendering its text is the next row, apart.
+    // The generated method on an OPEN tool. The refusal is built and dropped unrendered;
+    // rendering its text is the next row, apart.
     let guarded = refusing::open();
     print_allocations("refusal via #[toolbox]", 1_000, |x| {
         black_box(guarded.work(black_box(x)).is_err());
@@ -665,9 +668,8 @@ fn contended(c: &mut Criterion) {
 }
 
 /// The bare loop's step counter, advanced exactly as `Expeditor::advance_step` advances its
-/// own (one `fetch_add` since issue 14; before it, a saturating compare-and-swap, which the
-/// "before" run of BENCHMARKS.md used on both sides), so that subtracting the bare loop
-/// removes the step.
+/// own (one `fetch_add`), so that subtracting the bare loop removes the step. Runs whose
+/// loops stepped otherwise are marked as such in docs/benchmarks-history.md.
 #[inline]
 fn advance(steps: &AtomicU64) -> u64 {
     steps.fetch_add(1, Ordering::AcqRel).wrapping_add(1)
@@ -947,8 +949,9 @@ fn fleet(c: &mut Criterion) {
     group.finish();
 }
 
-/// The generated method on an OPEN tool (issue 14's refusal row): a toolbox whose tool
-/// always fails, probes counted in steps and no step taken, so it stays OPEN.
+/// The generated method on an OPEN tool (the `#[toolbox]` refusal row of BENCHMARKS.md's
+/// summary): a toolbox whose tool always fails, probes counted in steps and no step taken, so
+/// it stays OPEN.
 mod refusing {
     use agent_circuit_breaker::toolbox;
 
@@ -983,8 +986,8 @@ mod refusing {
     }
 }
 
-/// The JSON dispatcher (issue 14, last target): `#[toolbox(json)]` with four tools, `work`
-/// the last arm of the generated match on the name.
+/// The JSON dispatcher (target: at most 1.1x decoding by hand): `#[toolbox(json)]` with four
+/// tools, `work` the last arm of the generated match on the name.
 mod json_tools {
     use agent_circuit_breaker::toolbox;
 
@@ -1105,9 +1108,9 @@ fn time_failures<M: Into<agent_circuit_breaker::Failure>>(
     total
 }
 
-/// Issue 14: a failure on a CLOSED tool, ours and the peers', each configured never to open
-/// (recloser: error rate above 1; failsafe and tower-resilience: `u32::MAX` / `usize::MAX`
-/// consecutive failures).
+/// A failure on a CLOSED tool, ours and the peers', each configured never to open (recloser:
+/// error rate above 1; failsafe and tower-resilience: `u32::MAX` / `usize::MAX` consecutive
+/// failures).
 fn failure(c: &mut Criterion) {
     let mut group = c.benchmark_group("failure");
     const STATIC: &str = "connection refused";
@@ -1257,10 +1260,11 @@ fn print_heap(label: &str, counts: Counts, text: usize) {
     );
 }
 
-/// Issue 14: heap per tool (live bytes after building 1,000 tools, less their spec text, per
-/// tool) and the failure ledger after 100,000 failures. The timed part is the build (and the
-/// 100,000 failures); the figures the issue asks for are the printed `heap per tool/..` and
-/// `ledger/..` lines, measured by the counting allocator once per run.
+/// Heap per tool (live bytes after building 1,000 tools, less their spec text, per tool) and
+/// the failure ledger after 100,000 failures. The timed part is the build (and the 100,000
+/// failures); the figures held to targets (at most 300 B per tool for ours; a ledger that does
+/// not grow with the count) are the printed `heap per tool/..` and `ledger/..` lines, measured
+/// by the counting allocator once per run.
 fn memory(c: &mut Criterion) {
     static OURS: Once = Once::new();
     static PEERS: Once = Once::new();
@@ -1366,7 +1370,7 @@ fn memory(c: &mut Criterion) {
     group.finish();
 }
 
-/// Issue 14: decide stays O(1) in the number of tools: decide + success on the first and on
+/// Whether decide stays O(1) in the number of tools: decide + success on the first and on
 /// the last tool of maps of 10, 1,000 and 10,000 tools.
 fn decide_scale(c: &mut Criterion) {
     let mut group = c.benchmark_group("decide_scale");
@@ -1392,8 +1396,8 @@ fn decide_scale(c: &mut Criterion) {
     group.finish();
 }
 
-/// Issue 14: the JSON dispatcher against decoding the arguments by hand. Each side clones
-/// the same `serde_json::Value` per call (the dispatcher takes it by value).
+/// The JSON dispatcher against decoding the arguments by hand. Each side clones the same
+/// `serde_json::Value` per call (the dispatcher takes it by value).
 fn json(c: &mut Criterion) {
     use json_tools::{GuardedTools, Tools, WorkArgs};
     let mut group = c.benchmark_group("json");
@@ -1423,8 +1427,8 @@ fn json(c: &mut Criterion) {
     group.finish();
 }
 
-/// Issue 15's failing toolbox: `work` always fails and stays CLOSED (threshold and budget
-/// 1,000,000; a fresh toolbox per [`FAILURE_CHUNK`] failures, as in `failure`).
+/// The `telemetry` group's failing toolbox: `work` always fails and stays CLOSED (threshold and
+/// budget 1,000,000; a fresh toolbox per [`FAILURE_CHUNK`] failures, as in `failure`).
 mod failing {
     use agent_circuit_breaker::toolbox;
 
@@ -1444,8 +1448,8 @@ mod failing {
     }
 }
 
-/// Issue 15's tools that do some work: `work` after spinning ~1 µs or ~100 µs (on the
-/// monotonic clock, so the time is the same whatever the CPU's frequency).
+/// The `telemetry` group's tools that do some work: `work` after spinning ~1 µs or ~100 µs (on
+/// the monotonic clock, so the time is the same whatever the CPU's frequency).
 mod spinning {
     use std::time::{Duration, Instant};
 
@@ -1477,7 +1481,7 @@ mod spinning {
     }
 }
 
-/// The subscriber a row of the `telemetry` group runs under (issue 15).
+/// The subscriber a row of the `telemetry` group runs under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Setup {
     /// No subscriber at all (the default).
@@ -1502,7 +1506,7 @@ enum Setup {
     /// meter provider's periodic reader set to an hour (never collected while measured).
     #[cfg(feature = "otel")]
     Metrics,
-    /// [`Setup::Spans`] and [`Setup::Metrics`] together: the issue's "telemetry on".
+    /// [`Setup::Spans`] and [`Setup::Metrics`] together: telemetry fully on.
     #[cfg(feature = "otel")]
     SpansMetrics,
 }
@@ -1693,7 +1697,7 @@ fn time_toolbox_failures(iters: u64) -> Duration {
     total
 }
 
-/// Issue 15: what telemetry costs on a guarded call, each path under each [`Setup`], in one
+/// B12: what telemetry costs on a guarded call, each path under each [`Setup`], in one
 /// run: the `#[toolbox]` method of `healthy` (`healthy/<setup>`), the same method on an OPEN
 /// tool (`refusal/<setup>`), a failure on a CLOSED tool (`failure/<setup>`), and tools that
 /// work ~1 µs and ~100 µs (`tool 1 µs/<setup>`, `tool 100 µs/<setup>`). Printed before each
