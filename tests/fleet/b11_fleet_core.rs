@@ -112,6 +112,7 @@ fn sync(bus: &Mutex<Bus>, worker: &mut Worker) {
                 tool,
                 message,
                 category,
+                due,
             } => {
                 link.open(
                     &tool,
@@ -120,6 +121,7 @@ fn sync(bus: &Mutex<Bus>, worker: &mut Worker) {
                         message,
                         category,
                         at: T0,
+                        due,
                     },
                 );
             }
@@ -360,7 +362,9 @@ fn b11_a_store_that_cannot_be_reached_leaves_local_decisions_and_loses_nothing()
         "{table}"
     );
     assert!(workers[0].log.kinds().contains(&"store_unavailable"));
-    // Local decisions: the circuit opens and probes on this worker's own breaker.
+    // Local decisions: the circuit opens and probes on this worker's own breaker, and
+    // what happens is handed to the store as it happens, for it to queue and order.
+    let before = bus.lock().unwrap().published.len();
     for _ in 0..3 {
         fail_with(e, "search", refused());
     }
@@ -372,12 +376,20 @@ fn b11_a_store_that_cannot_be_reached_leaves_local_decisions_and_loses_nothing()
         panic!("a local probe while the store is down")
     };
     probe.failure(refused());
-    // Back: what opened meanwhile is published again; the others learn it.
-    let before = bus.lock().unwrap().published.len();
+    let during = bus.lock().unwrap().published.len();
+    assert!(
+        during > before,
+        "handed to the store while it was unreachable"
+    );
+    // Back: nothing is handed over again (the store's queue holds it, with when it
+    // happened); the others learn it.
     link.reachable();
     assert!(workers[0].log.kinds().contains(&"store_restored"));
-    let after = bus.lock().unwrap().published.len();
-    assert!(after > before, "re-published on rejoin");
+    assert_eq!(
+        bus.lock().unwrap().published.len(),
+        during,
+        "nothing replayed"
+    );
     assert_eq!(e.budget().status().consumed, 4, "nothing recorded was lost");
     sync(&bus, &mut workers[1]);
     assert_eq!(state(&workers[1].expeditor, "search"), CircuitState::Open);
@@ -428,6 +440,7 @@ fn b11_the_link_does_not_keep_the_expeditor_alive() {
             message: "x".into(),
             category: FailureCategory::Network,
             at: T0,
+            due: None,
         }
     ));
     assert!(link.tools().is_empty());

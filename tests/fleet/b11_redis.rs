@@ -1,166 +1,17 @@
-//! B11 on a real Redis: several workers (expeditors, each with its own `RedisFleet` and worker
-//! id) in one process, on one namespace of a `redis-server` the test starts itself on a free
-//! 127.0.0.1 port (or the one `REDIS_URL` names; the fault tests then skip the faults they
-//! would inflict on it). Poll interval 50 ms, so the staleness bound is 50 ms + the op
-//! timeout.
+//! B11 on a real Redis: several workers in one process (see `redis_fleet.rs`) share what
+//! they learn of their tools.
 //!
 //! Run: `cargo test --features redis --test fleet b11_redis -- --nocapture` prints the measured
 //! propagation delays.
 
 #![cfg(feature = "redis")]
 
-#[path = "../common/mod.rs"]
-mod common;
-#[path = "../common/redis.rs"]
-mod redis_server;
-
 use std::time::{Duration, Instant};
 
 use agent_circuit_breaker::event::Event;
-use agent_circuit_breaker::redis::{RedisFleet, RedisFleetBuilder};
-use agent_circuit_breaker::{CircuitState, Decision, Expeditor, Failure, FailureCategory, Policy};
-use common::{EventLog, fleet_map, id};
-use redis_server::RedisServer;
+use agent_circuit_breaker::{CircuitState, Decision, Failure, FailureCategory};
 
-const POLL: Duration = Duration::from_millis(50);
-const OP_TIMEOUT: Duration = Duration::from_millis(150);
-/// The published bound (poll + op timeout + a round trip) with room for a loaded CI machine.
-const BOUND: Duration = Duration::from_millis(50 + 150 + 300);
-
-struct Worker {
-    name: String,
-    e: Expeditor,
-    log: EventLog,
-}
-
-fn namespace() -> String {
-    format!(
-        "t{}-{}",
-        std::process::id(),
-        Instant::now().elapsed().as_nanos() ^ u128::from(rand_u32())
-    )
-}
-
-fn rand_u32() -> u32 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u8(0);
-    h.finish() as u32
-}
-
-async fn worker_with(url: &str, ns: &str, name: &str, lease: Duration) -> (Worker, RedisFleet) {
-    worker_by(url, ns, name, |b| b.probe_lease_ttl(lease)).await
-}
-
-async fn worker_by(
-    url: &str,
-    ns: &str,
-    name: &str,
-    settings: impl FnOnce(RedisFleetBuilder) -> RedisFleetBuilder,
-) -> (Worker, RedisFleet) {
-    let fleet = settings(
-        RedisFleet::connect(url, ns)
-            .worker(name)
-            .poll_interval(POLL)
-            .op_timeout(OP_TIMEOUT),
-    )
-    .await
-    .expect("a fleet store");
-    let log = EventLog::default();
-    let e = Expeditor::builder(fleet_map())
-        .policy(Policy::builder().budget(10_000).build().unwrap())
-        .observer(log.observer())
-        .fleet(fleet.clone())
-        .build()
-        .unwrap();
-    (
-        Worker {
-            name: name.to_owned(),
-            e,
-            log,
-        },
-        fleet,
-    )
-}
-
-async fn fleet_of(url: &str, ns: &str, names: &[&str]) -> Vec<Worker> {
-    let mut workers = Vec::new();
-    for name in names {
-        workers.push(worker_with(url, ns, name, Duration::from_secs(10)).await.0);
-    }
-    workers
-}
-
-fn refused() -> Failure {
-    Failure::with_category("connection refused", FailureCategory::Network)
-}
-
-fn fail_with(e: &Expeditor, tool: &str, failure: Failure) {
-    match e.decide(id(e, tool)) {
-        Decision::Call(t) | Decision::Probe(t) => {
-            t.failure(failure);
-        }
-        other => panic!("{tool}: expected CALL or PROBE, got {}", other.kind()),
-    }
-}
-
-fn open3(e: &Expeditor, tool: &str) {
-    for _ in 0..3 {
-        fail_with(e, tool, refused());
-    }
-    assert_eq!(state(e, tool), CircuitState::Open);
-}
-
-fn state(e: &Expeditor, tool: &str) -> CircuitState {
-    e.state(id(e, tool)).unwrap()
-}
-
-/// Waits (polling every 2 ms) until `cond` holds, up to `limit`; how long it took.
-async fn until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) -> Duration {
-    let start = Instant::now();
-    loop {
-        if cond() {
-            return start.elapsed();
-        }
-        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-}
-
-fn unreachable(w: &Worker) -> bool {
-    w.e.fleet_status().is_some_and(|s| s.unreachable.is_some())
-}
-
-/// Makes every worker reach its probe of `tool` (two SKIPs of the cool-down, then due), then
-/// decides on every worker, over `window`, keeping each PROBE ticket unrecorded: how many.
-async fn probes_over<'a>(
-    workers: &'a [Worker],
-    tool: &str,
-    window: Duration,
-) -> Vec<(usize, agent_circuit_breaker::expeditor::Ticket<'a>)> {
-    for w in workers {
-        for _ in 0..3 {
-            let d = w.e.decide(id(&w.e, tool));
-            assert_eq!(d.kind(), "SKIP", "{}: no probe without the lease", w.name);
-        }
-    }
-    let mut probes = Vec::new();
-    let start = Instant::now();
-    while start.elapsed() < window {
-        for (i, w) in workers.iter().enumerate() {
-            if probes.iter().any(|(j, _)| *j == i) {
-                continue;
-            }
-            match w.e.decide(id(&w.e, tool)) {
-                Decision::Probe(t) => probes.push((i, t)),
-                Decision::Skip(_) => {}
-                other => panic!("{}: {}", w.name, other.kind()),
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(3)).await;
-    }
-    probes
-}
+use crate::redis_fleet::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn b11_redis_a_circuit_opened_by_one_worker_is_open_for_the_others_within_the_bound() {
@@ -182,8 +33,9 @@ async fn b11_redis_a_circuit_opened_by_one_worker_is_open_for_the_others_within_
     }
     let delay = opened.elapsed();
     eprintln!("b11_redis: open reached 2 workers in {delay:?} (bound {BOUND:?})");
-    let key = format!("{ns}:v1:open:search");
-    let value = redis.get(&key).expect("the open key");
+    let key = format!("{ns}:v2:tool:search");
+    let value = redis.get(&key).expect("the tool key");
+    assert!(value.contains("\"state\":\"open\""), "{value}");
     assert!(value.contains("\"worker\":\"w-1\""), "{value}");
     let ttl: u64 = String::from_utf8(redis.command(&[b"PTTL", key.as_bytes()]).unwrap())
         .unwrap()
@@ -231,7 +83,7 @@ async fn b11_redis_one_probe_fleet_wide_and_its_success_closes_the_tool_everywhe
     assert_eq!(probes.len(), 1, "exactly one probe fleet-wide");
     let (holder, ticket) = probes.remove(0);
     let lease = redis
-        .get(&format!("{ns}:v1:probe:search"))
+        .get(&format!("{ns}:v2:probe:search"))
         .expect("the lease");
     assert!(
         lease.starts_with(&format!("{}:", workers[holder].name)),
@@ -250,10 +102,13 @@ async fn b11_redis_one_probe_fleet_wide_and_its_success_closes_the_tool_everywhe
         closed.elapsed()
     );
     until(BOUND, "lease released", || {
-        redis.get(&format!("{ns}:v1:probe:search")).is_none()
+        redis.get(&format!("{ns}:v2:probe:search")).is_none()
     })
     .await;
-    assert!(redis.get(&format!("{ns}:v1:open:search")).is_none());
+    let closed = redis
+        .get(&format!("{ns}:v2:tool:search"))
+        .expect("the tool key");
+    assert!(closed.contains("\"state\":\"closed\""), "{closed}");
     for (i, w) in workers.iter().enumerate() {
         if i != holder {
             assert!(
@@ -282,7 +137,7 @@ async fn b11_redis_a_caller_local_failure_is_not_shared() {
     }
     assert_eq!(state(&workers[0].e, "lint"), CircuitState::Open);
     tokio::time::sleep(BOUND).await;
-    assert!(redis.get(&format!("{ns}:v1:open:lint")).is_none());
+    assert!(redis.get(&format!("{ns}:v2:tool:lint")).is_none());
     assert_eq!(state(&workers[1].e, "lint"), CircuitState::Closed);
     assert_eq!(
         workers[1].e.decide(id(&workers[1].e, "lint")).kind(),
@@ -399,7 +254,7 @@ async fn b11_redis_a_worker_that_dies_holding_the_lease_does_not_stick_the_tool(
     .await;
     let probes = probes_over(std::slice::from_ref(&doomed), "search", POLL * 4).await;
     assert_eq!(probes.len(), 1, "the doomed worker holds the lease");
-    let key = format!("{ns}:v1:probe:search");
+    let key = format!("{ns}:v2:probe:search");
     assert!(redis.get(&key).is_some_and(|v| v.starts_with("w-doomed:")));
     runtime.shutdown_background();
     std::mem::forget(probes); // the process died mid-probe
@@ -424,7 +279,7 @@ async fn b11_redis_hostile_store_contents_are_ignored_never_a_panic() {
     let redis = RedisServer::start();
     let ns = namespace();
     let workers = fleet_of(&redis.url, &ns, &["w-1", "w-2"]).await;
-    let open = format!("{ns}:v1:open:search");
+    let open = format!("{ns}:v2:tool:search");
     let hostile: Vec<Vec<u8>> = vec![
         vec![0xff, 0x00, 0xfe, b'{', 0x80],
         br#"{"v":2,"worker":"w-9","message":"x","category":"network","at_ms":1}"#.to_vec(),
@@ -440,8 +295,7 @@ async fn b11_redis_hostile_store_contents_are_ignored_never_a_panic() {
     ];
     for value in &hostile {
         redis.set(&open, value);
-        redis.set(&format!("{ns}:v1:closed:search"), value);
-        redis.set(&format!("{ns}:v1:systemic"), value);
+        redis.set(&format!("{ns}:v2:systemic"), value);
         tokio::time::sleep(POLL * 3).await;
         for w in &workers {
             assert_eq!(state(&w.e, "search"), CircuitState::Closed, "{}", w.name);
@@ -449,14 +303,24 @@ async fn b11_redis_hostile_store_contents_are_ignored_never_a_panic() {
             assert!(!unreachable(w), "{}: still reachable", w.name);
         }
     }
-    // Another version's keys are another fleet's.
-    redis.set(
-        &format!("{ns}:v2:open:fetch"),
-        br#"{"v":2,"worker":"w-9","message":"x","category":"network","at_ms":1}"#,
+    // Another layout's keys are another fleet's, and a value of another format under ours
+    // is not ours.
+    let fresh = format!(
+        r#"{{"v":1,"state":"open","ver":9,"worker":"w-9","message":"x","category":"network","at_ms":{}}}"#,
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis()
     );
+    redis.set(&format!("{ns}:v1:tool:fetch"), fresh.as_bytes());
+    redis.set(
+        &format!("{ns}:v3:tool:fetch"),
+        fresh.replace("\"v\":1", "\"v\":2").as_bytes(),
+    );
+    redis.set(&format!("{ns}:v2:tool:fetch"), fresh.as_bytes());
     // A key of the wrong type under ours.
-    redis.command(&[b"DEL", format!("{ns}:v1:open:lint").as_bytes()]);
-    redis.command(&[b"HSET", format!("{ns}:v1:open:lint").as_bytes(), b"a", b"b"]);
+    redis.command(&[b"DEL", format!("{ns}:v2:tool:lint").as_bytes()]);
+    redis.command(&[b"HSET", format!("{ns}:v2:tool:lint").as_bytes(), b"a", b"b"]);
     tokio::time::sleep(POLL * 3).await;
     for w in &workers {
         assert_eq!(state(&w.e, "fetch"), CircuitState::Closed);
@@ -466,7 +330,7 @@ async fn b11_redis_hostile_store_contents_are_ignored_never_a_panic() {
     // key without an expiry (no lease ever has none) does not stick the tool.
     redis.command(&[
         b"HSET",
-        format!("{ns}:v1:probe:search").as_bytes(),
+        format!("{ns}:v2:probe:search").as_bytes(),
         b"a",
         b"b",
     ]);
@@ -497,7 +361,7 @@ async fn b11_redis_with_a_quorum_a_tool_opens_fleet_wide_only_once_enough_worker
     open3(&workers[0].e, "search");
     tokio::time::sleep(BOUND).await;
     assert!(
-        redis.get(&format!("{ns}:v1:open:search")).is_none(),
+        redis.get(&format!("{ns}:v2:tool:search")).is_none(),
         "one sighting is not a quorum"
     );
     for w in &workers[1..] {
@@ -536,13 +400,27 @@ async fn b11_redis_r9_a_systemic_event_seen_by_one_worker_pauses_the_fleet_once(
             .filter(|e| matches!(e, Event::Systemic { .. }))
             .count();
         assert_eq!(systemic, 1, "{}: one event", w.name);
-        assert!(w.e.confirm_recovery().is_some());
+    }
+    // One worker confirms the recovery: every worker that paused for the event resumes (B16),
+    // and none pauses again for it.
+    assert!(workers[1].e.confirm_recovery().is_some());
+    for w in &workers {
+        until(BOUND, &w.name, || w.e.paused().is_none()).await;
     }
     tokio::time::sleep(POLL * 5).await;
-    for w in &workers[1..] {
+    for w in &workers {
         assert!(
             w.e.paused().is_none(),
             "{}: not paused again by the same event",
+            w.name
+        );
+    }
+    for w in [&workers[0], &workers[2]] {
+        assert!(
+            w.log.events().contains(&Event::SharedRecovery {
+                worker: "w-2".into()
+            }),
+            "{}",
             w.name
         );
     }

@@ -13,3 +13,9 @@ pub mod b11_fleet_core;
 pub mod b11_fleet_workers;
 #[path = "b11_redis.rs"]
 pub mod b11_redis;
+#[cfg(feature = "redis")]
+#[path = "b16_redis.rs"]
+pub mod b16_redis;
+#[cfg(feature = "redis")]
+#[path = "redis_fleet.rs"]
+pub mod redis_fleet;

@@ -72,7 +72,21 @@ impl Engine {
                 tool,
                 message: mark.failure.summary().into_owned(),
                 category,
+                due: None,
             });
+        }
+    }
+
+    /// The due time of every circuit this command opens for the fleet (B16): known once its
+    /// cool-down is armed, after the command.
+    pub(crate) fn fleet_dues(&self, changes: &mut Changes) {
+        for t in &mut changes.shared {
+            if let SharedTransition::Opened { tool, due, .. } = t
+                && let Some(id) = self.id(tool)
+                && let Some(record) = self.records.get(id.index() as usize)
+            {
+                *due = record.probe_due_at();
+            }
         }
     }
 
@@ -126,6 +140,14 @@ impl Engine {
             .is_some_and(|r| r.worker == open.worker);
         let takes_it_down = record.state == CircuitState::Closed
             || (record.state == CircuitState::HalfOpen && record.probe.is_none());
+        // The fleet probes once per cool-down: a newer opening sets when, for every worker.
+        let newer = slot
+            .remote
+            .as_ref()
+            .is_none_or(|r| r.at < open.at || r.due != open.due);
+        if newer && open.due.is_some() {
+            slot.wanted = false;
+        }
         if takes_it_down {
             let failure = Failure::with_category(
                 format!("{} (opened by {})", open.message, open.worker),
@@ -140,8 +162,16 @@ impl Engine {
                 message: open.message.clone(),
             });
             self.shares = None;
-        } else if !known {
+        } else if !known || newer {
             changes.touch(id);
+        }
+        let record = &mut self.records[i];
+        if record.state == CircuitState::Open
+            && let Some(due) = open.due
+            && self.policy.cool_down().is_some()
+        {
+            record.set_due(Some(due));
+            self.timers.next = Some(self.timers.next.map_or(due, |n| n.min(due)));
         }
         slot.remote = Some(open);
         true
@@ -203,6 +233,33 @@ impl Engine {
         }
     }
 
+    /// Whether this worker still holds the fleet's probe of `tool` (B16): granted, and not yet
+    /// ended. The store renews its lease while it does.
+    pub(crate) fn fleet_holds(&self, tool: &str) -> bool {
+        self.id(tool)
+            .and_then(|id| self.fleet.as_ref()?.slots.get(id.index() as usize))
+            .is_some_and(|slot| slot.granted)
+    }
+
+    /// The grant of `tool`'s probe lapsed unused (no call made it within the lease), or the
+    /// store lost the lease (B16): the probe waits for a new grant.
+    pub(crate) fn fleet_revoke(&mut self, tool: &str) -> bool {
+        let Some(id) = self.id(tool) else {
+            return false;
+        };
+        let i = id.index() as usize;
+        let in_flight = self.records.get(i).is_some_and(|r| r.probe.is_some());
+        let Some(slot) = self.fleet.as_mut().and_then(|f| f.slots.get_mut(i)) else {
+            return false;
+        };
+        // A probe already made is let finish: its outcome is what the fleet waits for.
+        if !slot.granted || in_flight {
+            return false;
+        }
+        slot.granted = false;
+        true
+    }
+
     /// The shared circuits whose probe is due here and waits for the store's grant.
     pub(crate) fn fleet_wanted(&self) -> Vec<String> {
         let Some(fleet) = &self.fleet else {
@@ -236,7 +293,9 @@ impl Engine {
         changes.touch_all();
     }
 
-    /// The store answers again (B11): what opened here meanwhile is told to the fleet.
+    /// The store answers again (B11). What happened here meanwhile is still queued in the
+    /// store with when it happened, so that it is ordered with what the other workers did
+    /// meanwhile (B16); grants made before are void.
     pub(crate) fn fleet_reachable(&mut self, changes: &mut Changes) {
         let Some(fleet) = &mut self.fleet else {
             return;
@@ -247,19 +306,8 @@ impl Engine {
         changes.events.push(Event::StoreRestored {
             store: fleet.store.clone(),
         });
-        for (i, slot) in fleet.slots.iter_mut().enumerate() {
+        for slot in &mut fleet.slots {
             slot.granted = false;
-            let record = &self.records[i];
-            let Some(mark) = record.last_failure() else {
-                continue;
-            };
-            if record.state != CircuitState::Closed && slot.shared && slot.remote.is_none() {
-                changes.shared.push(SharedTransition::Opened {
-                    tool: self.defs[i].spec.name().to_owned(),
-                    message: mark.failure.summary().into_owned(),
-                    category: mark.failure.category(),
-                });
-            }
         }
         changes.touch_all();
     }
@@ -298,6 +346,24 @@ impl Engine {
             precheck.result = None;
         }
         changes.touch_all();
+        true
+    }
+
+    /// Another worker confirmed the recovery from the systemic event this worker paused for
+    /// (B16): calls resume here as after a confirmation here, without telling the fleet again.
+    pub(crate) fn fleet_recovered(
+        &mut self,
+        worker: String,
+        step: u64,
+        changes: &mut Changes,
+    ) -> bool {
+        let paused = matches!(self.halt, Some(PauseReason::Systemic { .. }));
+        if self.fleet.is_none() || !self.cascade.active() || !paused {
+            return false;
+        }
+        self.timers.trials = 0;
+        self.recover(step, changes);
+        changes.events.push(Event::SharedRecovery { worker });
         true
     }
 

@@ -178,7 +178,9 @@ impl Engine {
             record.attempts_since_open = attempt().saturating_sub(1);
         }
         // A shared circuit is probed by one worker of the fleet: the one the store grants
-        // it to (B11). While the store is unreachable, the probe is this worker's own.
+        // it to (B11). While the store is unreachable, the probe is this worker's own. By
+        // time, every worker waits for the due time the fleet shares (B16); a count is each
+        // worker's own.
         if let Some(fleet) = &mut self.fleet
             && fleet.unreachable.is_none()
             && let Some(slot) = fleet.slots.get_mut(i)

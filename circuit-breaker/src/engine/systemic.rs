@@ -93,6 +93,9 @@ impl Engine {
         self.timers.trials = 0;
         let event = self.recover(step, changes);
         changes.events.push(Event::RecoveryConfirmed);
+        if self.fleet.is_some() {
+            changes.shared.push(SharedTransition::Recovered);
+        }
         event
     }
 

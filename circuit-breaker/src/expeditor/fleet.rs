@@ -19,7 +19,10 @@ pub trait FleetStore: Send + Sync + 'static {
     fn attach(&self, link: FleetLink);
 
     /// Called after every command that has something to share, outside the expeditor's
-    /// lock, on the thread that made the change. It must not block: queue and return.
+    /// lock, on the thread that made the change, as the transitions happen. It must not
+    /// block: queue and return. A store stamps them with the time now, so that one written
+    /// late (after an outage) is ordered by when it happened, not by when it was written
+    /// (B16).
     fn share(&self, transitions: &[SharedTransition]);
 }
 
@@ -78,6 +81,29 @@ impl FleetLink {
         self.expeditor()
             .map(|e| e.lock().fleet_wanted())
             .unwrap_or_default()
+    }
+
+    /// Whether this worker still holds the fleet's probe of `tool`: granted and not ended
+    /// (B16). A store renews the probe's lease while it does, however long the probe lasts.
+    pub fn holds_probe(&self, tool: &str) -> bool {
+        self.expeditor().is_some_and(|e| e.lock().fleet_holds(tool))
+    }
+
+    /// The store lost `tool`'s probe lease, or its grant lapsed unused (B16): unless the probe
+    /// is already under way, it waits for a new grant. Returns `false` when nothing was held.
+    pub fn revoke_probe(&self, tool: &str) -> bool {
+        self.expeditor()
+            .is_some_and(|e| e.command(|engine, _, _| engine.fleet_revoke(tool)))
+    }
+
+    /// Another worker (`worker`) confirmed the recovery from the systemic failure this worker
+    /// paused for (B16): calls resume here too. Returns `false` when no such pause is in force.
+    pub fn recovered(&self, worker: &str) -> bool {
+        self.expeditor().is_some_and(|e| {
+            e.command(|engine, changes, step| {
+                engine.fleet_recovered(worker.to_owned(), step, changes)
+            })
+        })
     }
 
     /// The store grants this worker the probe of `tool` (it holds the fleet's lease).

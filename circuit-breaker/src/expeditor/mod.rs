@@ -166,6 +166,9 @@ impl Expeditor {
             if engine.policy().cool_down().is_some() && changes.dirty != Dirty::None {
                 engine.arm_timers(self.now(), &changes);
             }
+            if !changes.shared.is_empty() {
+                engine.fleet_dues(&mut changes);
+            }
             self.inner.mirror.publish(&engine, &changes);
             if let Some(step) = changes.step {
                 self.inner.step.store(step, Ordering::Release);

@@ -161,6 +161,12 @@ pub enum Event {
         /// The tool.
         tool: String,
     },
+    /// Another worker confirmed the recovery from the systemic failure this worker paused for
+    /// (B16): calls resume here too, as after a confirmation here.
+    SharedRecovery {
+        /// The worker that confirmed it.
+        worker: String,
+    },
     /// The fleet's store could not be reached (B11): this worker decides on its own state
     /// alone until it answers again; nothing recorded is lost.
     StoreUnavailable {
@@ -208,6 +214,7 @@ impl Event {
             Event::ServerUp { .. } => "server_up",
             Event::SharedOpened { .. } => "shared_opened",
             Event::SharedClosed { .. } => "shared_closed",
+            Event::SharedRecovery { .. } => "shared_recovery",
             Event::StoreUnavailable { .. } => "store_unavailable",
             Event::StoreRestored { .. } => "store_restored",
         }
@@ -237,6 +244,7 @@ impl Event {
             | Event::SubTaskDeferred { .. }
             | Event::ServerDown { .. }
             | Event::ServerUp { .. }
+            | Event::SharedRecovery { .. }
             | Event::StoreUnavailable { .. }
             | Event::StoreRestored { .. } => None,
         }
@@ -446,6 +454,9 @@ impl fmt::Display for Event {
                     "Circuit CLOSED for {tool}: another worker's probe succeeded"
                 )
             }
+            Event::SharedRecovery { worker } => {
+                write!(f, "Recovery confirmed by {worker}: calls resume here too")
+            }
             Event::StoreUnavailable { store, message } => write!(
                 f,
                 "Fleet store {store} unreachable ({message}): deciding on local state alone"
@@ -543,6 +554,7 @@ mod tests {
                 message: "x".into(),
             },
             Event::SharedClosed { tool: tool() },
+            Event::SharedRecovery { worker: "w".into() },
             Event::StoreUnavailable {
                 store: "r".into(),
                 message: "x".into(),

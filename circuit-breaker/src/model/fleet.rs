@@ -15,6 +15,12 @@
 //! a tool opened elsewhere is OPEN here too (routed around, never charged to this worker's
 //! budget), a probe that closed it elsewhere closes it here, and a probe of a shared circuit
 //! is made by one worker of the fleet at a time — the one the store grants it to.
+//!
+//! Every transition is handed to the store as it happens ([`FleetStore::share`]), so that the
+//! store can stamp it and order it: a transition older than what the fleet already knows of a
+//! tool never overrides it, however late it reaches the store (B16).
+//!
+//! [`FleetStore::share`]: crate::expeditor::FleetStore::share
 
 use serde::{Deserialize, Serialize};
 
@@ -32,6 +38,11 @@ pub struct SharedOpen {
     pub category: FailureCategory,
     /// When it opened there.
     pub at: Timestamp,
+    /// When the fleet's probe of it is due, with a time-based cool-down (B13): every worker
+    /// waits for the same instant, so that the fleet probes once per cool-down, not once per
+    /// worker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub due: Option<Timestamp>,
 }
 
 /// What this worker has to tell the fleet, handed to
@@ -49,6 +60,8 @@ pub enum SharedTransition {
         message: String,
         /// Its category.
         category: FailureCategory,
+        /// When its probe is due, with a time-based cool-down: the fleet's probe waits for it.
+        due: Option<Timestamp>,
     },
     /// A probe here closed a shared circuit: closed for the whole fleet.
     Closed {
@@ -72,6 +85,9 @@ pub enum SharedTransition {
         /// The category the failures share, if they share one.
         category: Option<FailureCategory>,
     },
+    /// The systemic pause in force here was lifted by a confirmed recovery (a person's, or a
+    /// health check's in a service, B15): every worker that paused for the same event resumes.
+    Recovered,
 }
 
 /// The store's state, as this worker sees it: reachable, or not since when and why.

@@ -87,8 +87,11 @@
 //! [`FleetLink::reachable`]: crate::expeditor::FleetLink::reachable
 
 mod keys;
+mod lease;
+mod read;
 mod store;
 mod task;
+mod write;
 
 pub use store::{RedisFleet, RedisFleetBuilder, RedisFleetError};
 
@@ -96,5 +99,5 @@ pub use store::{RedisFleet, RedisFleetBuilder, RedisFleetError};
 /// queue, say) on the same version.
 pub use ::redis;
 
-/// The layout version of every key (`{namespace}:v1:…`).
-pub const LAYOUT: &str = "v1";
+/// The layout version of every key (`{namespace}:v2:…`).
+pub const LAYOUT: &str = "v2";

@@ -1,6 +1,7 @@
 //! The store a program builds and attaches: its settings, its builder, and the handle the
 //! expeditor shares transitions through, which starts the store's task on attach.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -15,6 +16,7 @@ use super::LAYOUT;
 use super::keys::Keys;
 use super::task::{Task, connect};
 use crate::expeditor::{FleetLink, FleetStore};
+use crate::model::clock::Timestamp;
 use crate::model::fleet::SharedTransition;
 
 /// Why a [`RedisFleet`] could not be made.
@@ -53,6 +55,10 @@ pub(super) struct Config {
     pub(super) lease_ttl: Duration,
     pub(super) op_timeout: Duration,
     pub(super) quorum: u32,
+    /// How far in the future a timestamp in the store may be: further is refused.
+    pub(super) max_skew: Duration,
+    /// The workers whose values are read (`None`: any); the others' are ignored, logged.
+    pub(super) allowed: Option<BTreeSet<String>>,
 }
 
 /// Builds a [`RedisFleet`]; made by [`RedisFleet::connect`], awaited to connect.
@@ -104,12 +110,46 @@ impl RedisFleetBuilder {
         self
     }
 
+    /// How far ahead of this worker's clock (and of Redis's) a time in the store may be
+    /// (default 10 s): a value from further in the future is refused, logged, and acts on
+    /// nothing. Set it above the clock skew of the fleet's machines.
+    pub fn max_clock_skew(mut self, skew: Duration) -> Self {
+        self.config.max_skew = skew;
+        self
+    }
+
+    /// The only workers whose values this worker reads (default: any). A value written by
+    /// another id (a stray process, a worker of another deployment sharing the namespace) is
+    /// ignored and logged once. This worker's own id must be among them.
+    pub fn allowed_workers<I, S>(mut self, workers: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.config.allowed = Some(workers.into_iter().map(Into::into).collect());
+        self
+    }
+
     async fn build(self) -> Result<RedisFleet, RedisFleetError> {
         let c = &self.config;
         if c.namespace.is_empty() || c.worker.is_empty() {
             return Err(RedisFleetError::Config(
                 "the namespace and the worker id must not be empty".into(),
             ));
+        }
+        if c.worker.contains(':') {
+            return Err(RedisFleetError::Config(format!(
+                "the worker id {:?} must not contain ':' (it is part of the lease token)",
+                c.worker
+            )));
+        }
+        if let Some(allowed) = &c.allowed
+            && !allowed.contains(&c.worker)
+        {
+            return Err(RedisFleetError::Config(format!(
+                "this worker ({}) is not among the allowed workers",
+                c.worker
+            )));
         }
         if [c.poll, c.open_ttl, c.lease_ttl, c.op_timeout].contains(&Duration::ZERO) {
             return Err(RedisFleetError::Config(
@@ -160,12 +200,12 @@ struct Shared {
     config: Config,
     client: Client,
     runtime: tokio::runtime::Handle,
-    tx: mpsc::UnboundedSender<SharedTransition>,
+    tx: mpsc::UnboundedSender<(Timestamp, SharedTransition)>,
     /// Taken by the one attach: the task's queue and its first connection.
     #[allow(clippy::type_complexity)]
     start: Mutex<
         Option<(
-            mpsc::UnboundedReceiver<SharedTransition>,
+            mpsc::UnboundedReceiver<(Timestamp, SharedTransition)>,
             Option<MultiplexedConnection>,
         )>,
     >,
@@ -201,6 +241,8 @@ impl RedisFleet {
                 lease_ttl: Duration::from_secs(10),
                 op_timeout: Duration::from_millis(250),
                 quorum: 1,
+                max_skew: Duration::from_secs(10),
+                allowed: None,
             },
         }
     }
@@ -250,9 +292,12 @@ impl FleetStore for RedisFleet {
     }
 
     fn share(&self, transitions: &[SharedTransition]) {
+        // Stamped now, on the system clock every worker of the fleet shares: when they
+        // happened, however long they wait in the queue for Redis.
+        let at = Timestamp::from_system_time(SystemTime::now());
         for t in transitions {
             // Fails only once the task has ended (its expeditor is gone): nothing to tell.
-            let _ = self.shared.tx.send(t.clone());
+            let _ = self.shared.tx.send((at, t.clone()));
         }
     }
 }

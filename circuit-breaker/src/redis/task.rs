@@ -1,8 +1,9 @@
 //! The store's task: it writes the queued transitions, reads what the other workers wrote
-//! and applies it through the link, takes and gives back probe leases, and says when Redis
-//! cannot be reached.
+//! and applies it through the link, takes, renews and gives back probe leases, and says when
+//! Redis cannot be reached. What it writes is in `write.rs`, what it reads in `read.rs`, the
+//! leases in `lease.rs`.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::{Duration, SystemTime};
 
 use ::redis::aio::MultiplexedConnection;
@@ -10,23 +11,20 @@ use ::redis::{AsyncConnectionConfig, Client, ErrorKind, RedisError, ServerErrorK
 use tokio::sync::mpsc;
 use tokio::time::{Instant, timeout};
 
-use super::keys::{
-    CLOSE_SCRIPT, ClosedValue, Keys, LEASE_SCRIPT, OPEN_SCRIPT, OpenValue, RELEASE_SCRIPT,
-    SystemicValue, json, parse,
-};
-use super::store::{Config, random};
+use super::keys::{Keys, SystemicValue, ToolValue};
+use super::store::Config;
 use crate::expeditor::FleetLink;
 use crate::model::clock::Timestamp;
-use crate::model::fleet::{SharedOpen, SharedTransition};
+use crate::model::fleet::SharedTransition;
 
 /// How many systemic event ids a worker remembers (each is applied once).
 const SEEN_EVENTS: usize = 32;
 
-fn now_ms() -> u64 {
+pub(super) fn now_ms() -> u64 {
     Timestamp::from_system_time(SystemTime::now()).as_millis()
 }
 
-fn millis(d: Duration) -> u64 {
+pub(super) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
 }
 
@@ -49,16 +47,50 @@ pub(super) async fn connect(
     }
 }
 
-/// What is queued for one tool: the latest of its opened / closed, and whether our lease
-/// of it is to be given back.
+/// Whether a value written by `worker` at `at_ms` may act here: from an allowed worker,
+/// not from further in the future than the skew bound, not older than the open TTL (a
+/// key that outlived it, from a Redis restarted from its files, acts on nothing).
+pub(super) fn admissible(config: &Config, worker: &str, at_ms: u64) -> Result<(), String> {
+    if let Some(allowed) = &config.allowed
+        && !allowed.contains(worker)
+    {
+        return Err(format!("written by {worker:?}, not an allowed worker"));
+    }
+    // Stable reasons, without the figures: each is logged once per key.
+    let now = now_ms();
+    if at_ms > now.saturating_add(millis(config.max_skew)) {
+        return Err(format!(
+            "dated in the future, beyond the {:?} clock skew allowed",
+            config.max_skew
+        ));
+    }
+    if at_ms.saturating_add(millis(config.open_ttl)) < now {
+        return Err(format!(
+            "dated before the open TTL ({:?}): stale",
+            config.open_ttl
+        ));
+    }
+    Ok(())
+}
+
+/// What is queued for one tool: its latest transition here, and whether our lease of it is
+/// to be given back.
 #[derive(Debug, Default)]
-struct Pending {
-    state: Option<SharedTransition>,
-    release: bool,
+pub(super) struct Pending {
+    pub(super) state: Option<ToolValue>,
+    pub(super) release: bool,
+}
+
+/// A probe lease this worker holds.
+#[derive(Debug)]
+pub(super) struct Lease {
+    pub(super) token: String,
+    /// When it was taken: a grant no call has used within the lease TTL lapses.
+    pub(super) taken: Instant,
 }
 
 /// A failed Redis operation: the store is unreachable, or it refused this one (its content).
-enum Fault {
+pub(super) enum Fault {
     Unreachable(String),
     Refused(String),
 }
@@ -73,24 +105,33 @@ fn fault(e: &RedisError) -> Fault {
 }
 
 pub(super) struct Task {
-    keys: Keys,
-    config: Config,
+    pub(super) keys: Keys,
+    pub(super) config: Config,
     client: Client,
     conn: Option<MultiplexedConnection>,
-    link: FleetLink,
-    rx: mpsc::UnboundedReceiver<SharedTransition>,
-    pending: BTreeMap<String, Pending>,
-    systemic: Option<SharedTransition>,
+    pub(super) link: FleetLink,
+    rx: mpsc::UnboundedReceiver<(Timestamp, SharedTransition)>,
+    pub(super) pending: BTreeMap<String, Pending>,
+    /// A systemic event detected here, not yet written.
+    pub(super) systemic: Option<SystemicValue>,
+    /// The systemic event this worker paused for (its own or another's), while in force.
+    pub(super) paused_for: Option<SystemicValue>,
+    /// A recovery confirmed here, not yet written: the event marked recovered.
+    pub(super) recovery: Option<SystemicValue>,
     /// Whether `link.unreachable` was said (and `reachable` not since).
     unreachable: bool,
-    /// Per tool, the open key last read (any worker's, ours included).
-    seen_open: HashMap<String, OpenValue>,
+    /// Per tool, the latest transition this worker knows: read, or made here.
+    pub(super) known: HashMap<String, ToolValue>,
     /// The systemic event ids already applied (or ours).
-    seen_events: VecDeque<String>,
-    /// The probe leases this worker holds: tool → token.
-    leases: HashMap<String, String>,
+    pub(super) seen_events: VecDeque<String>,
+    /// The probe leases this worker holds, by tool.
+    pub(super) leases: HashMap<String, Lease>,
+    /// When the leases are next renewed.
+    pub(super) renew_at: Option<Instant>,
     /// The keys whose value is not ours, with why: logged once per distinct reason.
     hostile: HashMap<String, String>,
+    /// The lease holders that are no token of ours, logged once each.
+    pub(super) foreign_leases: HashSet<String>,
 }
 
 impl Task {
@@ -101,7 +142,7 @@ impl Task {
         client: Client,
         conn: Option<MultiplexedConnection>,
         link: FleetLink,
-        rx: mpsc::UnboundedReceiver<SharedTransition>,
+        rx: mpsc::UnboundedReceiver<(Timestamp, SharedTransition)>,
     ) -> Self {
         Task {
             keys,
@@ -112,26 +153,31 @@ impl Task {
             rx,
             pending: BTreeMap::new(),
             systemic: None,
+            paused_for: None,
+            recovery: None,
             unreachable: false,
-            seen_open: HashMap::new(),
+            known: HashMap::new(),
             seen_events: VecDeque::new(),
             leases: HashMap::new(),
+            renew_at: None,
             hostile: HashMap::new(),
+            foreign_leases: HashSet::new(),
         }
     }
 
     pub(super) async fn run(mut self) {
         let mut next = Instant::now();
         loop {
+            let wake = self.renew_at.map_or(next, |r| r.min(next));
             let queued = tokio::select! {
-                () = tokio::time::sleep_until(next) => false,
+                () = tokio::time::sleep_until(wake) => false,
                 t = self.rx.recv() => match t {
-                    Some(t) => { self.queue(t); true }
+                    Some((at, t)) => { self.queue(at, t); true }
                     None => false,
                 },
             };
-            while let Ok(t) = self.rx.try_recv() {
-                self.queue(t);
+            while let Ok((at, t)) = self.rx.try_recv() {
+                self.queue(at, t);
             }
             if !self.link.is_attached() {
                 self.give_back().await;
@@ -141,6 +187,11 @@ impl Task {
             // While unreachable, reconnecting waits for the interval, however much is queued.
             if due || (queued && !self.unreachable) {
                 self.cycle().await;
+            } else if !self.unreachable
+                && self.renew_at.is_some_and(|r| Instant::now() >= r)
+                && let Err(why) = self.renew().await
+            {
+                self.lost(&why);
             }
             if due {
                 next = Instant::now() + self.config.poll;
@@ -148,26 +199,11 @@ impl Task {
         }
     }
 
-    fn queue(&mut self, t: SharedTransition) {
-        match t {
-            SharedTransition::Opened { ref tool, .. } => {
-                let tool = tool.clone();
-                self.pending.entry(tool).or_default().state = Some(t);
-            }
-            SharedTransition::Closed { ref tool } => {
-                let p = self.pending.entry(tool.clone()).or_default();
-                p.state = Some(t);
-                p.release = true;
-            }
-            SharedTransition::ProbeEnded { tool } => {
-                self.pending.entry(tool).or_default().release = true;
-            }
-            SharedTransition::Systemic { .. } => self.systemic = Some(t),
-        }
-    }
-
     /// One operation on the connection, under the op timeout.
-    async fn query<T: ::redis::FromRedisValue>(&mut self, cmd: &::redis::Cmd) -> Result<T, Fault> {
+    pub(super) async fn query<T: ::redis::FromRedisValue>(
+        &mut self,
+        cmd: &::redis::Cmd,
+    ) -> Result<T, Fault> {
         let Some(conn) = self.conn.as_mut() else {
             return Err(Fault::Unreachable("not connected".into()));
         };
@@ -207,13 +243,14 @@ impl Task {
             }
             self.unreachable = false;
             // Leases held before are expired or about to: start over.
-            let held: Vec<(String, String)> = self.leases.drain().collect();
-            for (tool, token) in held {
-                let _ = self.release(&tool, &token).await;
+            let held: Vec<(String, Lease)> = self.leases.drain().collect();
+            for (tool, lease) in held {
+                let _ = self.release(&tool, &lease.token).await;
             }
+            self.renew_at = None;
             self.link.reachable();
-            while let Ok(t) = self.rx.try_recv() {
-                self.queue(t);
+            while let Ok((at, t)) = self.rx.try_recv() {
+                self.queue(at, t);
             }
         }
         if let Err(why) = self.write().await {
@@ -222,132 +259,18 @@ impl Task {
         if let Err(why) = self.read().await {
             return self.lost(&why);
         }
+        if let Err(why) = self.renew().await {
+            return self.lost(&why);
+        }
         if let Err(why) = self.lease().await {
             self.lost(&why);
         }
     }
 
-    async fn write(&mut self) -> Result<(), String> {
-        let tools: Vec<String> = self.pending.keys().cloned().collect();
-        for tool in tools {
-            let Some(p) = self.pending.get(&tool) else {
-                continue;
-            };
-            let cmd = match &p.state {
-                Some(SharedTransition::Opened {
-                    message, category, ..
-                }) => {
-                    let value = OpenValue {
-                        v: 1,
-                        worker: self.config.worker.clone(),
-                        message: message.clone(),
-                        category: *category,
-                        at_ms: now_ms(),
-                    };
-                    let mut cmd = ::redis::cmd("EVAL");
-                    cmd.arg(OPEN_SCRIPT)
-                        .arg(3)
-                        .arg(self.keys.open(&tool))
-                        .arg(self.keys.closed(&tool))
-                        .arg(self.keys.seen(&tool))
-                        .arg(json(&value))
-                        .arg(millis(self.config.open_ttl))
-                        .arg(&self.config.worker)
-                        .arg(self.config.quorum);
-                    Some(cmd)
-                }
-                Some(SharedTransition::Closed { .. }) => {
-                    let marker = ClosedValue {
-                        v: 1,
-                        worker: self.config.worker.clone(),
-                        at_ms: now_ms(),
-                    };
-                    let token = self.leases.get(&tool).cloned().unwrap_or_default();
-                    let mut cmd = ::redis::cmd("EVAL");
-                    cmd.arg(CLOSE_SCRIPT)
-                        .arg(4)
-                        .arg(self.keys.open(&tool))
-                        .arg(self.keys.closed(&tool))
-                        .arg(self.keys.seen(&tool))
-                        .arg(self.keys.probe(&tool))
-                        .arg(json(&marker))
-                        .arg(millis(self.config.poll * 3))
-                        .arg(token);
-                    Some(cmd)
-                }
-                _ => None,
-            };
-            let release = p.release;
-            if let Some(cmd) = cmd {
-                match self.query::<i64>(&cmd).await {
-                    Ok(_) => {}
-                    Err(Fault::Unreachable(why)) => return Err(why),
-                    Err(Fault::Refused(why)) => {
-                        tracing::warn!(tool, %why, "redis fleet: a write was refused; dropped");
-                    }
-                }
-            }
-            if release && let Some(token) = self.leases.get(&tool).cloned() {
-                self.release(&tool, &token).await?;
-            }
-            self.pending.remove(&tool);
-        }
-        if let Some(SharedTransition::Systemic {
-            pattern,
-            cause,
-            tools,
-            category,
-        }) = self.systemic.clone()
-        {
-            let id = format!("{}-{:016x}", self.config.worker, random());
-            let value = SystemicValue {
-                v: 1,
-                id: id.clone(),
-                worker: self.config.worker.clone(),
-                pattern,
-                cause,
-                tools,
-                category,
-            };
-            let mut cmd = ::redis::cmd("SET");
-            cmd.arg(self.keys.systemic())
-                .arg(json(&value))
-                .arg("PX")
-                .arg(millis(self.config.open_ttl));
-            match self.query::<()>(&cmd).await {
-                Ok(()) => self.remember_event(id),
-                Err(Fault::Unreachable(why)) => return Err(why),
-                Err(Fault::Refused(why)) => {
-                    tracing::warn!(%why, "redis fleet: the systemic event was refused; dropped");
-                }
-            }
-            self.systemic = None;
-        }
-        Ok(())
-    }
-
-    async fn release(&mut self, tool: &str, token: &str) -> Result<(), String> {
-        let mut cmd = ::redis::cmd("EVAL");
-        cmd.arg(RELEASE_SCRIPT)
-            .arg(1)
-            .arg(self.keys.probe(tool))
-            .arg(token);
-        match self.query::<i64>(&cmd).await {
-            Ok(_) | Err(Fault::Refused(_)) => {
-                self.leases.remove(tool);
-                Ok(())
-            }
-            Err(Fault::Unreachable(why)) => Err(why),
-        }
-    }
-
-    /// A value read under `key`, or `None` (absent, or not ours: logged once per reason).
-    fn decode<T: serde::de::DeserializeOwned>(
-        &mut self,
-        key: String,
-        raw: Option<Vec<u8>>,
-    ) -> Option<T> {
-        match parse(raw) {
+    /// What was read under `key`: the value, or `None` (absent, or not ours: logged once per
+    /// reason).
+    pub(super) fn logged<T>(&mut self, key: String, read: Result<Option<T>, String>) -> Option<T> {
+        match read {
             Ok(value) => {
                 self.hostile.remove(&key);
                 value
@@ -362,118 +285,11 @@ impl Task {
         }
     }
 
-    fn remember_event(&mut self, id: String) {
+    pub(super) fn remember_event(&mut self, id: String) {
         if self.seen_events.len() >= SEEN_EVENTS {
             self.seen_events.pop_front();
         }
         self.seen_events.push_back(id);
-    }
-
-    async fn read(&mut self) -> Result<(), String> {
-        let tools = self.link.tools();
-        let mut cmd = ::redis::cmd("MGET");
-        for tool in &tools {
-            cmd.arg(self.keys.open(tool));
-        }
-        for tool in &tools {
-            cmd.arg(self.keys.closed(tool));
-        }
-        cmd.arg(self.keys.systemic());
-        let values: Vec<Option<Vec<u8>>> = match self.query(&cmd).await {
-            Ok(v) => v,
-            Err(Fault::Unreachable(why) | Fault::Refused(why)) => return Err(why),
-        };
-        if values.len() != tools.len() * 2 + 1 {
-            return Err(format!(
-                "MGET answered {} values for {} keys",
-                values.len(),
-                tools.len() * 2 + 1
-            ));
-        }
-        let mut values = values.into_iter();
-        let opens: Vec<Option<Vec<u8>>> = values.by_ref().take(tools.len()).collect();
-        let closeds: Vec<Option<Vec<u8>>> = values.by_ref().take(tools.len()).collect();
-        let systemic = values.next().flatten();
-        for ((tool, open), closed) in tools.iter().zip(opens).zip(closeds) {
-            let open: Option<OpenValue> = self.decode(self.keys.open(tool), open);
-            if let Some(open) = open {
-                let new = self.seen_open.get(tool) != Some(&open);
-                if new && open.worker != self.config.worker {
-                    self.link.open(
-                        tool,
-                        SharedOpen {
-                            worker: open.worker.clone(),
-                            message: open.message.clone(),
-                            category: open.category,
-                            at: Timestamp::from_millis(open.at_ms),
-                        },
-                    );
-                }
-                self.seen_open.insert(tool.clone(), open);
-                continue;
-            }
-            let Some(gone) = self.seen_open.remove(tool) else {
-                continue;
-            };
-            let closed: Option<ClosedValue> = self.decode(self.keys.closed(tool), closed);
-            match closed {
-                // Closed by another worker's probe: closed here too.
-                Some(c) if c.worker != self.config.worker => {
-                    self.link.cleared(tool, true);
-                }
-                // Expired (or lost with a restarted Redis): another worker's ends here.
-                None if gone.worker != self.config.worker => {
-                    self.link.cleared(tool, false);
-                }
-                // Closed by our own probe, or our own key expired: our breaker goes on.
-                _ => {}
-            }
-        }
-        let systemic: Option<SystemicValue> = self.decode(self.keys.systemic(), systemic);
-        if let Some(s) = systemic
-            && !self.seen_events.contains(&s.id)
-        {
-            let theirs = s.worker != self.config.worker;
-            self.remember_event(s.id);
-            if theirs {
-                self.link.systemic(s.pattern, s.tools, s.category);
-            }
-        }
-        Ok(())
-    }
-
-    async fn lease(&mut self) -> Result<(), String> {
-        for tool in self.link.probes_wanted() {
-            if let Some(token) = self.leases.get(&tool).cloned() {
-                // Still ours from an earlier grant the engine let go of: grant it again.
-                if !self.link.grant_probe(&tool) {
-                    self.release(&tool, &token).await?;
-                }
-                continue;
-            }
-            let token = format!("{}:{:016x}", self.config.worker, random());
-            let mut cmd = ::redis::cmd("EVAL");
-            cmd.arg(LEASE_SCRIPT)
-                .arg(1)
-                .arg(self.keys.probe(&tool))
-                .arg(&token)
-                .arg(millis(self.config.lease_ttl));
-            let won: i64 = match self.query(&cmd).await {
-                Ok(v) => v,
-                Err(Fault::Unreachable(why)) => return Err(why),
-                Err(Fault::Refused(why)) => {
-                    tracing::warn!(tool, %why, "redis fleet: the lease was refused");
-                    0
-                }
-            };
-            if won == 1 {
-                self.leases.insert(tool.clone(), token.clone());
-                if !self.link.grant_probe(&tool) {
-                    self.release(&tool, &token).await?;
-                }
-            }
-        }
-        Ok(())
     }
 
     /// The expeditor is gone: give back the leases it held (best effort) and end.
@@ -481,9 +297,9 @@ impl Task {
         if self.conn.is_none() {
             return;
         }
-        let held: Vec<(String, String)> = self.leases.drain().collect();
-        for (tool, token) in held {
-            if self.release(&tool, &token).await.is_err() {
+        let held: Vec<(String, Lease)> = self.leases.drain().collect();
+        for (tool, lease) in held {
+            if self.release(&tool, &lease.token).await.is_err() {
                 return;
             }
         }
