@@ -240,17 +240,14 @@ async fn b16_a_junk_lease_is_bounded_by_the_lease_ttl() {
         state(&w[1].e, "search") == CircuitState::Open
     })
     .await;
-    let start = Instant::now();
-    let mut probes = probes_over(&w, "search", lease + BOUND * 2).await;
+    let window = lease + BOUND * 2;
+    let mut probes = probes_over(&w, "search", window).await;
     assert_eq!(
         probes.len(),
         1,
         "one probe, once the junk's TTL was cut to the lease's"
     );
-    eprintln!(
-        "b16: a junk lease of 60 s held the probe back for at most {:?}",
-        start.elapsed()
-    );
+    eprintln!("b16: a junk lease of 60 s let the fleet's probe through within {window:?}");
     probes.remove(0).1.success();
 }
 

@@ -11,7 +11,6 @@ pub mod redis_server;
 
 use std::time::{Duration, Instant};
 
-use agent_circuit_breaker::event::Event;
 use agent_circuit_breaker::redis::{RedisFleet, RedisFleetBuilder};
 use agent_circuit_breaker::{CircuitState, Decision, Expeditor, Failure, FailureCategory, Policy};
 pub use common::{EventLog, fleet_map, id};
