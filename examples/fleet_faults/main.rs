@@ -366,7 +366,10 @@ async fn run(o: Options) -> Result<(), String> {
                 "systemic" => {
                     pair += 1;
                     if pair > 3 {
-                        out.emit("systemic_raised", json!({"paused": false, "error": "no pair left"}));
+                        out.emit(
+                            "systemic_raised",
+                            json!({"paused": false, "error": "no pair left"}),
+                        );
                         continue;
                     }
                     let paused = tools::raise_systemic(&guarded, pair).await;

@@ -60,10 +60,7 @@ pub struct Faults {
 
 impl Faults {
     fn fetch_state(&self) -> Option<CircuitState> {
-        self.expeditor
-            .get()?
-            .upgrade()?
-            .state(FaultsTool::Fetch)
+        self.expeditor.get()?.upgrade()?.state(FaultsTool::Fetch)
     }
 
     fn infra(&self, pair: u8) -> io::Result<()> {
@@ -160,7 +157,11 @@ impl Faults {
 /// works again. Each pair serves once: its circuits stay open afterwards. Whether a pause
 /// followed.
 pub async fn raise_systemic(guarded: &GuardedFaults, pair: u8) -> bool {
-    guarded.toolbox().shared.infra_down.store(pair, Ordering::Release);
+    guarded
+        .toolbox()
+        .shared
+        .infra_down
+        .store(pair, Ordering::Release);
     for _ in 0..4 {
         let _ = match pair {
             1 => (guarded.bus_1().await.is_ok(), guarded.db_1().await.is_ok()),
@@ -171,6 +172,10 @@ pub async fn raise_systemic(guarded: &GuardedFaults, pair: u8) -> bool {
             break;
         }
     }
-    guarded.toolbox().shared.infra_down.store(0, Ordering::Release);
+    guarded
+        .toolbox()
+        .shared
+        .infra_down
+        .store(0, Ordering::Release);
     guarded.expeditor().paused().is_some()
 }

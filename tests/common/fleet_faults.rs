@@ -4,7 +4,8 @@
 //! path: `#[path = "../common/fleet_faults.rs"] mod fleet_faults;`.
 //!
 //! Every wait has a deadline; the children (workers and server) are killed when the run is
-//! dropped, and a run dropped while panicking prints its timeline.
+//! dropped, and a run dropped while panicking (or with `B16_TIMELINE` set) prints its
+//! timeline.
 
 #![allow(dead_code)]
 
@@ -155,11 +156,8 @@ impl FleetRun {
     /// until every worker has started and polled the store at least once.
     pub fn start(name: &str, settings: Settings) -> Self {
         let binary = examples::example_binary_with("fleet_faults", &[]);
-        let dir = std::env::temp_dir().join(format!(
-            "cb-b16-{name}-{}-{}",
-            std::process::id(),
-            now_ms()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("cb-b16-{name}-{}-{}", std::process::id(), now_ms()));
         std::fs::create_dir_all(&dir).expect("a temporary directory");
         let redis = if settings.persistent {
             RedisServer::persistent(&dir.join("redis"))
@@ -282,17 +280,20 @@ impl FleetRun {
         entries
     }
 
-    /// Writes a harness line: a fault or a command, at the instant it is inflicted.
-    pub fn mark(&self, ev: &str, fields: Value) {
+    /// Writes a harness line: a fault or a command, at the instant it is inflicted (just
+    /// before: what the workers say about it comes after). Returns that instant.
+    pub fn mark(&self, ev: &str, fields: Value) -> u64 {
+        let t = now_ms();
         push(
             &self.timeline,
             Entry {
-                t: now_ms(),
+                t,
                 worker: HARNESS.into(),
                 ev: ev.into(),
                 v: fields,
             },
         );
+        t
     }
 
     pub fn id(&self, i: usize) -> &str {
@@ -300,12 +301,13 @@ impl FleetRun {
     }
 
     /// Sets `fetch`'s health (`up`, `down`, `slow MS`) for the workers `which` (indices).
-    pub fn set_health(&self, which: &[usize], health: &str) {
+    pub fn set_health(&self, which: &[usize], health: &str) -> u64 {
+        let ids: Vec<&str> = which.iter().map(|&i| self.id(i)).collect();
+        let t = self.mark("health", json!({ "workers": ids, "health": health }));
         for &i in which {
             std::fs::write(&self.workers[i].health, format!("{health}\n")).expect("health");
         }
-        let ids: Vec<&str> = which.iter().map(|&i| self.id(i)).collect();
-        self.mark("health", json!({ "workers": ids, "health": health }));
+        t
     }
 
     /// Every worker's index.
@@ -324,44 +326,54 @@ impl FleetRun {
     }
 
     /// SIGKILLs worker `i`: it ends mid-whatever, holding what it holds.
-    pub fn kill_worker(&mut self, i: usize) {
+    pub fn kill_worker(&mut self, i: usize) -> u64 {
         let id = self.workers[i].id.clone();
-        self.mark("worker_killed", json!({ "worker": id }));
+        let t = self.mark("worker_killed", json!({ "worker": id }));
         let w = &mut self.workers[i];
         let _ = w.child.kill();
         let _ = w.child.wait();
         w.killed = true;
         w.stdin = None;
+        t
     }
 
+    // The server's faults return the instant they were marked, taken just before each
+    // is inflicted: the workers' lines about it come after.
+
     /// SIGKILLs the server: whatever was not saved is lost.
-    pub fn redis_kill(&mut self) {
-        self.mark("redis_down", json!({ "how": "SIGKILL" }));
+    pub fn redis_kill(&mut self) -> u64 {
+        let t = self.mark("redis_down", json!({ "how": "SIGKILL" }));
         self.redis.kill();
+        t
     }
 
     /// SIGSTOPs the server: it keeps its connections and answers nothing.
-    pub fn redis_pause(&mut self) {
-        self.mark("redis_down", json!({ "how": "SIGSTOP" }));
+    pub fn redis_pause(&mut self) -> u64 {
+        let t = self.mark("redis_down", json!({ "how": "SIGSTOP" }));
         self.redis.pause();
+        t
     }
 
     /// SIGCONTs the server.
-    pub fn redis_resume(&mut self) {
+    pub fn redis_resume(&mut self) -> u64 {
+        let t = self.mark("redis_up", json!({ "how": "SIGCONT" }));
         self.redis.resume();
-        self.mark("redis_up", json!({ "how": "SIGCONT" }));
+        t
     }
 
-    /// Starts the server again with what it saved (a persistent one), or empty.
-    pub fn redis_restart(&mut self) {
+    /// Starts the server again with what it saved (a persistent one), or empty; returns once
+    /// it answers.
+    pub fn redis_restart(&mut self) -> u64 {
+        let t = self.mark("redis_up", json!({ "how": "restart" }));
         self.redis.restart();
-        self.mark("redis_up", json!({ "how": "restart" }));
+        t
     }
 
-    /// Starts the server again with nothing in it.
-    pub fn redis_restart_empty(&mut self) {
+    /// Starts the server again with nothing in it; returns once it answers.
+    pub fn redis_restart_empty(&mut self) -> u64 {
+        let t = self.mark("redis_up", json!({ "how": "restart empty" }));
         self.redis.restart_empty();
-        self.mark("redis_up", json!({ "how": "restart empty" }));
+        t
     }
 
     /// Writes the server's snapshot now.
@@ -420,7 +432,10 @@ impl FleetRun {
         let ids: Vec<String> = which.iter().map(|&i| self.id(i).to_owned()).collect();
         self.wait_for(
             limit,
-            &format!("{ids:?} report the store {}", if up { "up" } else { "down" }),
+            &format!(
+                "{ids:?} report the store {}",
+                if up { "up" } else { "down" }
+            ),
             |tl| {
                 ids.iter().all(|id| {
                     tl.iter().any(|e| {
@@ -508,7 +523,7 @@ impl FleetRun {
 impl Drop for FleetRun {
     fn drop(&mut self) {
         self.kill_all();
-        if std::thread::panicking() {
+        if std::thread::panicking() || std::env::var_os("B16_TIMELINE").is_some() {
             let entries = self.entries();
             eprintln!(
                 "---- {}: the timeline ({} lines) ----\n{}",
@@ -584,8 +599,7 @@ pub fn redis_up_throughout(entries: &[Entry], from: u64, to: u64) -> bool {
 pub fn store_up_at(entries: &[Entry], worker: &str, t: u64) -> bool {
     entries
         .iter()
-        .filter(|e| e.worker == worker && e.ev == "store" && e.t <= t)
-        .last()
+        .rfind(|e| e.worker == worker && e.ev == "store" && e.t <= t)
         .is_none_or(|e| e.bool("up"))
 }
 
@@ -635,6 +649,10 @@ pub struct Figures {
     pub opened_by_strangers: Vec<String>,
     /// Probes of `fetch` started, fleet-wide.
     pub probes: usize,
+    /// Probes started within the shortest cool-down (jitter taken off) after another
+    /// worker's failed probe, both reaching the store: with cool-downs shared by the fleet,
+    /// a failed probe puts off everyone's next one.
+    pub redundant_probes: Vec<String>,
 }
 
 /// The figures of a timeline.
@@ -642,11 +660,7 @@ pub fn figures(entries: &[Entry], settings: &Settings, ids: &[String]) -> Figure
     let allowance = ms(settings.allowance());
     let end = entries.last().map_or(0, |e| e.t);
     let mut f = Figures::default();
-    let fetch = |ev: &'static str| {
-        entries
-            .iter()
-            .filter(move |e| e.ev == ev && e.is_fetch())
-    };
+    let fetch = |ev: &'static str| entries.iter().filter(move |e| e.ev == ev && e.is_fetch());
 
     // Lost transitions.
     for open in fetch("opened").filter(|e| e.bool("own")) {
@@ -733,6 +747,33 @@ pub fn figures(entries: &[Entry], settings: &Settings, ids: &[String]) -> Figure
     f.concurrent_probes = overlap(true);
     f.concurrent_probes_all = overlap(false);
 
+    // Redundant probes: the policy's jitter takes at most 20 % off a cool-down.
+    let shortest = settings.cooldown_ms * 4 / 5;
+    let reached = |w: &str, t: u64| redis_up_at(entries, t) && store_up_at(entries, w, t);
+    for failed in entries
+        .iter()
+        .filter(|e| e.ev == "probe_end" && !e.bool("ok") && reached(&e.worker, e.t))
+    {
+        for next in entries.iter().filter(|e| {
+            e.ev == "probe_start"
+                && e.worker != failed.worker
+                && e.t > failed.t
+                && e.t < failed.t + shortest
+                && reached(&e.worker, e.t)
+        }) {
+            let line = format!(
+                "{} probed at +{}ms, {}ms after {}'s probe failed",
+                next.worker,
+                next.t - entries[0].t,
+                next.t - failed.t,
+                failed.worker
+            );
+            if !f.redundant_probes.contains(&line) {
+                f.redundant_probes.push(line);
+            }
+        }
+    }
+
     // Replayed pauses.
     let systemic = |e: &&Entry| e.ev == "paused" && e.str("reason") == Some("systemic");
     let origins: Vec<&Entry> = entries
@@ -741,11 +782,7 @@ pub fn figures(entries: &[Entry], settings: &Settings, ids: &[String]) -> Figure
         .filter(|e| e.bool("local"))
         .collect();
     let mut paused_for: BTreeMap<(String, String), u64> = BTreeMap::new();
-    for p in entries
-        .iter()
-        .filter(systemic)
-        .filter(|e| !e.bool("local"))
-    {
+    for p in entries.iter().filter(systemic).filter(|e| !e.bool("local")) {
         let tools = p.v.get("tools").cloned().unwrap_or_default();
         let Some(origin) = origins
             .iter()
@@ -754,9 +791,9 @@ pub fn figures(entries: &[Entry], settings: &Settings, ids: &[String]) -> Figure
         else {
             continue;
         };
-        let origin_resumed = entries.iter().any(|e| {
-            e.worker == origin.worker && e.ev == "resumed" && e.t > origin.t && e.t < p.t
-        });
+        let origin_resumed = entries
+            .iter()
+            .any(|e| e.worker == origin.worker && e.ev == "resumed" && e.t > origin.t && e.t < p.t);
         let episode = (p.worker.clone(), format!("{}@{}", origin.worker, origin.t));
         let again = paused_for.contains_key(&episode);
         paused_for.insert(episode, p.t);
@@ -776,7 +813,10 @@ pub fn figures(entries: &[Entry], settings: &Settings, ids: &[String]) -> Figure
         }
     }
 
-    // Replayed opens.
+    // Replayed opens. A read sent before the close was written is answered within the op
+    // timeout, and the close is written at once: past the bound (and a little), an opening
+    // applied is one read after the close.
+    let margin = ms(settings.bound()) + 100;
     for seen in fetch("opened").filter(|e| !e.bool("own")) {
         let Some(x) = seen.str("by") else { continue };
         if !ids.iter().any(|id| id == x) {
@@ -787,16 +827,15 @@ pub fn figures(entries: &[Entry], settings: &Settings, ids: &[String]) -> Figure
             ));
             continue;
         }
-        let Some(theirs) = fetch("opened")
-            .filter(|e| e.worker == x && e.bool("own") && e.t <= seen.t)
-            .last()
+        let Some(theirs) =
+            fetch("opened").rfind(|e| e.worker == x && e.bool("own") && e.t <= seen.t)
         else {
             continue;
         };
         let superseded = fetch("closed").find(|c| {
             c.bool("own")
                 && c.t > theirs.t
-                && c.t + allowance < seen.t
+                && c.t + margin < seen.t
                 && redis_up_at(entries, c.t)
                 && store_up_at(entries, &c.worker, c.t)
         });
@@ -829,9 +868,9 @@ pub fn figures(entries: &[Entry], settings: &Settings, ids: &[String]) -> Figure
                 && store_up_at(entries, &o.worker, o.t)
                 && redis_up_throughout(entries, o.t, call.t)
                 && store_up_throughout(entries, y, o.t, call.t)
-                && !entries.iter().any(|c| {
-                    c.ev == "closed" && c.is_fetch() && c.t > o.t && c.t < call.t
-                })
+                && !entries
+                    .iter()
+                    .any(|c| c.ev == "closed" && c.is_fetch() && c.t > o.t && c.t < call.t)
         });
         if let Some(o) = by {
             f.extra_charged.push(format!(
@@ -856,8 +895,7 @@ pub fn converged_closed(entries: &[Entry], ids: &[String], since: u64) -> Option
         }
         if let Some(c) = entries
             .iter()
-            .filter(|e| e.worker == *id && e.is_fetch() && e.ev == "closed" && e.t >= since)
-            .last()
+            .rfind(|e| e.worker == *id && e.is_fetch() && e.ev == "closed" && e.t >= since)
         {
             latest = latest.max(c.t);
         }
@@ -869,8 +907,7 @@ pub fn converged_closed(entries: &[Entry], ids: &[String], since: u64) -> Option
 pub fn paused_at(entries: &[Entry], worker: &str, t: u64) -> bool {
     entries
         .iter()
-        .filter(|e| e.worker == worker && e.t <= t && (e.ev == "paused" || e.ev == "resumed"))
-        .last()
+        .rfind(|e| e.worker == worker && e.t <= t && (e.ev == "paused" || e.ev == "resumed"))
         .is_some_and(|e| e.ev == "paused")
 }
 
@@ -884,8 +921,7 @@ pub fn converged_running(entries: &[Entry], ids: &[String], since: u64) -> Optio
         }
         if let Some(r) = entries
             .iter()
-            .filter(|e| e.worker == *id && e.ev == "resumed" && e.t >= since)
-            .last()
+            .rfind(|e| e.worker == *id && e.ev == "resumed" && e.t >= since)
         {
             latest = latest.max(r.t);
         }
@@ -920,13 +956,14 @@ pub fn report(
     took: Duration,
 ) {
     eprintln!(
-        "{name}: lost transitions {}, concurrent probes {} (all {}; {} probes), replayed pauses {}, \
-         replayed opens {}, extra failures charged {}, opened by strangers {}, convergence {}, \
-         max healthy-call latency during the fault {}, run {:.1}s",
+        "{name}: lost transitions {}, concurrent probes {} (all {}; {} probes, {} redundant), \
+         replayed pauses {}, replayed opens {}, extra failures charged {}, opened by strangers {}, \
+         convergence {}, max healthy-call latency during the fault {}, run {:.1}s",
         f.lost_transitions.len(),
         f.concurrent_probes,
         f.concurrent_probes_all,
         f.probes,
+        f.redundant_probes.len(),
         f.replayed_pauses.len(),
         f.replayed_opens.len(),
         f.extra_charged.len(),
@@ -942,6 +979,7 @@ pub fn report(
         .chain(&f.replayed_opens)
         .chain(&f.extra_charged)
         .chain(&f.opened_by_strangers)
+        .chain(&f.redundant_probes)
     {
         eprintln!("{name}:   {line}");
     }
@@ -971,5 +1009,16 @@ pub fn assert_counts(name: &str, f: &Figures) {
         "{name}: extra failures charged {}: {:?}",
         f.extra_charged.len(),
         f.extra_charged
+    );
+}
+
+/// Cool-downs are shared (B16): no worker probes within the cool-down after another's failed
+/// probe while both reach the store.
+pub fn assert_shared_cool_down(name: &str, f: &Figures) {
+    assert!(
+        f.redundant_probes.is_empty(),
+        "{name}: redundant probes {} (within the cool-down after another worker's failed probe): {:?}",
+        f.redundant_probes.len(),
+        f.redundant_probes
     );
 }

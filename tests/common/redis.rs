@@ -104,7 +104,10 @@ impl RedisServer {
             "no",
         ]);
         if let Some(dir) = &self.dir {
-            command.arg("--dir").arg(dir).args(["--dbfilename", "dump.rdb"]);
+            command
+                .arg("--dir")
+                .arg(dir)
+                .args(["--dbfilename", "dump.rdb"]);
         }
         let child = command
             .stdin(Stdio::null())

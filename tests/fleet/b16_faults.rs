@@ -20,16 +20,15 @@ use std::thread::sleep;
 use std::time::Duration;
 
 use fleet_faults::{
-    Entry, FleetRun, Settings, State, assert_counts, converged_closed, converged_running,
-    fetch_state_at, key, max_latency_us, now_ms, paused_at, report,
+    Entry, FleetRun, Settings, State, assert_counts, assert_shared_cool_down, converged_closed,
+    converged_running, fetch_state_at, key, max_latency_us, now_ms, paused_at, report,
 };
 
 /// Opens `fetch` the way a fleet should: its upstream refuses the first worker's calls, the
 /// circuit opens there and reaches the others (which then find their upstream down too, but
 /// route around it without a call). Returns when the first worker opened it.
 fn open_on_the_first(run: &FleetRun) -> u64 {
-    let since = now_ms();
-    run.set_health(&[0], "down");
+    let since = run.set_health(&[0], "down");
     let allowance = run.settings.allowance();
     run.wait_line(0, "opened", since, Duration::from_secs(3), |e| {
         e.str("tool") == Some("fetch") && e.bool("own")
@@ -55,7 +54,12 @@ fn conclude(
     converge_since: u64,
     fault: (u64, u64),
     running: bool,
-) -> (FleetRun, Vec<Entry>, fleet_faults::Figures, Option<Duration>) {
+) -> (
+    FleetRun,
+    Vec<Entry>,
+    fleet_faults::Figures,
+    Option<Duration>,
+) {
     let took = run.started.elapsed();
     let entries = run.finish();
     let figures = run.figures(&entries);
@@ -85,18 +89,15 @@ fn b16_redis_killed_while_fetch_is_down_then_restarted_empty_the_fleet_loses_not
     let all = run.all();
     open_on_the_first(&run);
 
-    let down = now_ms();
-    run.redis_kill();
+    let down = run.redis_kill();
     run.wait_store(&all, false, down, Duration::from_secs(2));
     // Long enough for every worker's cool-down to end: each probes on its own breaker.
     sleep(Duration::from_millis(1_500));
-    run.redis_restart_empty();
-    let back = now_ms();
+    let back = run.redis_restart_empty();
     run.wait_store(&all, true, back, Duration::from_secs(3));
     // What opened meanwhile is published again; then the upstream mends.
     sleep(settings.allowance() * 2);
-    run.set_health(&all, "up");
-    let mended = now_ms();
+    let mended = run.set_health(&all, "up");
     let limit = cool_down_cap(&settings) + Duration::from_millis(settings.lease_ms) * 2;
     let _ = run.try_wait_for(limit, |tl| {
         let now = now_ms();
@@ -115,6 +116,7 @@ fn b16_redis_killed_while_fetch_is_down_then_restarted_empty_the_fleet_loses_not
         figures.replayed_opens.len(),
         figures.replayed_opens
     );
+    assert_shared_cool_down(&run.name, &figures);
     assert!(
         convergence.is_some_and(|c| c <= limit),
         "{}: fetch not CLOSED on every worker within {limit:?} of the upstream mending ({convergence:?})",
@@ -132,16 +134,13 @@ fn b16_redis_paused_and_resumed_the_fleet_loses_nothing_and_converges() {
     let all = run.all();
     open_on_the_first(&run);
 
-    let down = now_ms();
-    run.redis_pause();
+    let down = run.redis_pause();
     run.wait_store(&all, false, down, Duration::from_secs(2));
     sleep(Duration::from_millis(1_500));
-    run.redis_resume();
-    let back = now_ms();
+    let back = run.redis_resume();
     run.wait_store(&all, true, back, Duration::from_secs(3));
     sleep(settings.allowance() * 2);
-    run.set_health(&all, "up");
-    let mended = now_ms();
+    let mended = run.set_health(&all, "up");
     // A lease taken by a command the server ran only on SIGCONT (its client had given up
     // on it) may hold the probe for one lease TTL.
     let limit = cool_down_cap(&settings) + Duration::from_millis(settings.lease_ms) * 2;
@@ -162,6 +161,7 @@ fn b16_redis_paused_and_resumed_the_fleet_loses_nothing_and_converges() {
         figures.replayed_opens.len(),
         figures.replayed_opens
     );
+    assert_shared_cool_down(&run.name, &figures);
     assert!(
         convergence.is_some_and(|c| c <= limit),
         "{}: fetch not CLOSED on every worker within {limit:?} of the upstream mending ({convergence:?})",
@@ -196,17 +196,17 @@ fn b16_a_restart_from_an_older_snapshot_replays_nothing_that_is_over() {
     sleep(Duration::from_millis(300));
 
     // A crash, and a restart from the last snapshot: the old open key is back.
-    let down = now_ms();
-    run.redis_kill();
-    run.redis_restart();
-    let back = now_ms();
+    let down = run.redis_kill();
+    let back = run.redis_restart();
     let restored = run.redis.get(&open_key);
     assert!(
         restored.is_some(),
         "the snapshot's open key came back (restart within its TTL)"
     );
     eprintln!("{}: restored {open_key} = {restored:?}", run.name);
-    let limit = cool_down_cap(&settings) + Duration::from_millis(settings.lease_ms) + settings.allowance() * 4;
+    let limit = cool_down_cap(&settings)
+        + Duration::from_millis(settings.lease_ms)
+        + settings.allowance() * 4;
     sleep(settings.allowance() * 3);
     let _ = run.try_wait_for(limit, |tl| {
         let now = now_ms();
@@ -271,7 +271,7 @@ fn b16_junk_and_forged_store_contents_act_no_longer_than_their_bounds() {
     };
 
     // Junk: nothing of it acts, nobody stops answering.
-    let junk_since = now_ms();
+    let junk_since = run.mark("junk", serde_json::json!({}));
     let junk: [&[u8]; 5] = [
         &[0xff, 0x00, 0xfe, b'{', 0x80],
         b"null",
@@ -293,7 +293,7 @@ fn b16_junk_and_forged_store_contents_act_no_longer_than_their_bounds() {
 
     // An open key older than the open TTL, of a worker of the fleet, with no expiry: it is
     // over, whatever the store still holds.
-    let past_since = now_ms();
+    let past_since = run.mark("past_dated_open", serde_json::json!({}));
     let past = format!(
         r#"{{"v":1,"worker":"w2","message":"refused long ago","category":"network","at_ms":{}}}"#,
         past_since - settings.open_ttl_ms * 10
@@ -302,21 +302,19 @@ fn b16_junk_and_forged_store_contents_act_no_longer_than_their_bounds() {
     sleep(settings.allowance() * 2);
     let past_acted = fetch_opens_since(&run.entries(), past_since);
     // Whatever it did, it is gone before the next part.
-    let _ = run.try_wait_for(
-        cool_down_cap(&settings) + settings.allowance() * 4,
-        |tl| {
-            let now = now_ms();
-            run.ids()
-                .iter()
-                .all(|id| fetch_state_at(tl, id, now) == State::Closed)
-        },
-    );
-    run.redis.command(&[b"DEL", open.as_bytes(), probe.as_bytes()]);
+    let _ = run.try_wait_for(cool_down_cap(&settings) + settings.allowance() * 4, |tl| {
+        let now = now_ms();
+        run.ids()
+            .iter()
+            .all(|id| fetch_state_at(tl, id, now) == State::Closed)
+    });
+    run.redis
+        .command(&[b"DEL", open.as_bytes(), probe.as_bytes()]);
 
     // Forged: an open key dated ten years ahead by a worker nobody knows, with no expiry,
     // and a stranger's lease of the probe for a day. Bounded, they act for an open TTL and a
     // lease TTL at most: fetch is CLOSED again on every worker within those.
-    let forged_since = now_ms();
+    let forged_since = run.mark("forged_open_and_lease", serde_json::json!({}));
     let future = format!(
         r#"{{"v":1,"worker":"w-ghost","message":"forged","category":"network","at_ms":{}}}"#,
         forged_since + 10 * 365 * 86_400_000
@@ -329,7 +327,6 @@ fn b16_junk_and_forged_store_contents_act_no_longer_than_their_bounds() {
         b"PX",
         b"86400000",
     ]);
-    run.mark("forged", serde_json::json!({}));
     let limit = Duration::from_millis(settings.open_ttl_ms + settings.lease_ms)
         + cool_down_cap(&settings)
         + settings.allowance() * 2;
@@ -358,9 +355,17 @@ fn b16_junk_and_forged_store_contents_act_no_longer_than_their_bounds() {
         "{}: junk acted {junk_acted:?}; the open older than its TTL acted {past_acted:?}; the forged open acted {forged_acted:?}, fetch CLOSED everywhere again after {convergence:?} (bound {limit:?})",
         run.name
     );
-    assert!(exited.is_empty(), "{}: a worker complained or ended: {exited:?}", run.name);
+    assert!(
+        exited.is_empty(),
+        "{}: a worker complained or ended: {exited:?}",
+        run.name
+    );
     assert!(paused.is_empty(), "{}: junk paused {paused:?}", run.name);
-    assert!(junk_acted.is_empty(), "{}: junk opened fetch: {junk_acted:?}", run.name);
+    assert!(
+        junk_acted.is_empty(),
+        "{}: junk opened fetch: {junk_acted:?}",
+        run.name
+    );
     assert_counts(&run.name, &figures);
     assert!(
         past_acted.is_empty(),
@@ -387,8 +392,7 @@ fn b16_a_lease_holder_killed_mid_probe_hands_the_probe_to_one_other_worker() {
     let all = run.all();
     open_on_the_first(&run);
     let slow = 1_200;
-    run.set_health(&all, &format!("slow {slow}"));
-    let since = now_ms();
+    let since = run.set_health(&all, &format!("slow {slow}"));
     run.wait_for(
         cool_down_cap(&settings) + settings.allowance() * 4,
         "a probe starts",
@@ -400,10 +404,13 @@ fn b16_a_lease_holder_killed_mid_probe_hands_the_probe_to_one_other_worker() {
         .find(|e| e.ev == "probe_start" && e.t >= since)
         .map(|e| e.worker.clone())
         .expect("a probe");
-    let i = run.ids().iter().position(|id| *id == holder).expect("a worker");
+    let i = run
+        .ids()
+        .iter()
+        .position(|id| *id == holder)
+        .expect("a worker");
     sleep(Duration::from_millis(300));
-    let killed = now_ms();
-    run.kill_worker(i);
+    let killed = run.kill_worker(i);
     let others: Vec<usize> = all.iter().copied().filter(|&j| j != i).collect();
     let limit = Duration::from_millis(settings.lease_ms + slow)
         + cool_down_cap(&settings)
@@ -445,9 +452,9 @@ fn b16_a_probe_longer_than_its_lease_stays_the_only_probe() {
     let all = run.all();
     open_on_the_first(&run);
     let slow = settings.lease_ms * 3;
-    run.set_health(&all, &format!("slow {slow}"));
-    let since = now_ms();
-    let limit = Duration::from_millis(slow * 2) + cool_down_cap(&settings) + settings.allowance() * 4;
+    let since = run.set_health(&all, &format!("slow {slow}"));
+    let limit =
+        Duration::from_millis(slow * 2) + cool_down_cap(&settings) + settings.allowance() * 4;
     let _ = run.try_wait_for(limit, |tl| {
         let now = now_ms();
         tl.iter().any(|e| e.ev == "probe_end" && e.t >= since)
@@ -486,19 +493,19 @@ fn b16_a_pause_lifted_during_an_outage_resumes_the_fleet_when_redis_returns() {
 
     let since = now_ms();
     run.send(0, "systemic");
-    run.wait_line(0, "paused", since, Duration::from_secs(2), |e| e.bool("local"));
+    run.wait_line(0, "paused", since, Duration::from_secs(2), |e| {
+        e.bool("local")
+    });
     for i in 1..all.len() {
         run.wait_line(i, "paused", since, allowance * 2, |_| true);
     }
 
-    let down = now_ms();
-    run.redis_pause();
+    let down = run.redis_pause();
     run.wait_store(&all, false, down, Duration::from_secs(2));
     run.send(0, "confirm");
     run.wait_line(0, "resumed", down, Duration::from_secs(2), |_| true);
     sleep(Duration::from_millis(300));
-    run.redis_resume();
-    let back = now_ms();
+    let back = run.redis_resume();
     run.wait_store(&all, true, back, Duration::from_secs(3));
     let limit = allowance * 3;
     let _ = run.try_wait_for(limit, |tl| {
@@ -528,16 +535,16 @@ fn b16_a_pause_raised_and_lifted_during_an_outage_is_not_replayed() {
     let all = run.all();
     let allowance = settings.allowance();
 
-    let down = now_ms();
-    run.redis_pause();
+    let down = run.redis_pause();
     run.wait_store(&all, false, down, Duration::from_secs(2));
     run.send(0, "systemic");
-    run.wait_line(0, "paused", down, Duration::from_secs(2), |e| e.bool("local"));
+    run.wait_line(0, "paused", down, Duration::from_secs(2), |e| {
+        e.bool("local")
+    });
     run.send(0, "confirm");
     run.wait_line(0, "resumed", down, Duration::from_secs(2), |_| true);
     sleep(Duration::from_millis(300));
-    run.redis_resume();
-    let back = now_ms();
+    let back = run.redis_resume();
     run.wait_store(&all, true, back, Duration::from_secs(3));
     sleep(allowance * 3);
 
@@ -557,4 +564,77 @@ fn b16_a_pause_raised_and_lifted_during_an_outage_is_not_replayed() {
         "{}: {paused_after:?} paused after Redis returned, for an event that was over",
         run.name
     );
+}
+
+/// The figures count what they say, on a timeline written by hand: the harness is held to
+/// its word before the fleet is held to it.
+#[test]
+fn b16_the_figures_count_what_they_say() {
+    let e = |t: u64, worker: &str, ev: &str, v: serde_json::Value| Entry {
+        t,
+        worker: worker.into(),
+        ev: ev.into(),
+        v,
+    };
+    let fetch = |by: &str, own: bool| serde_json::json!({"tool": "fetch", "by": by, "own": own});
+    let entries = vec![
+        e(0, "harness", "fleet_ready", serde_json::json!({})),
+        // w1 opens fetch; w3 sees it, w2 never does.
+        e(1_000, "w1", "opened", fetch("w1", true)),
+        e(1_100, "w3", "opened", fetch("w1", false)),
+        // w3 is charged a failure of it long after it was shared.
+        e(
+            1_900,
+            "w3",
+            "call",
+            serde_json::json!({"tool": "fetch", "probe": false, "charged": true}),
+        ),
+        // Two probes at once; a third within the cool-down after the first failed.
+        e(2_000, "w1", "probe_start", serde_json::json!({})),
+        e(2_300, "w2", "probe_start", serde_json::json!({})),
+        e(2_400, "w2", "probe_end", serde_json::json!({"ok": true})),
+        e(2_600, "w1", "probe_end", serde_json::json!({"ok": false})),
+        e(2_700, "w3", "probe_start", serde_json::json!({})),
+        e(2_710, "w3", "probe_end", serde_json::json!({"ok": false})),
+        // w1's systemic event: w3 pauses for it in time, w2 after w1 had resumed.
+        e(
+            3_000,
+            "w1",
+            "paused",
+            serde_json::json!({"reason": "systemic", "tools": ["a", "b"], "local": true}),
+        ),
+        e(
+            3_050,
+            "w3",
+            "paused",
+            serde_json::json!({"reason": "systemic", "tools": ["a", "b"], "local": false}),
+        ),
+        e(
+            3_100,
+            "w1",
+            "resumed",
+            serde_json::json!({"reason": "confirmed"}),
+        ),
+        e(
+            3_200,
+            "w2",
+            "paused",
+            serde_json::json!({"reason": "systemic", "tools": ["a", "b"], "local": false}),
+        ),
+        // w3's probe closes fetch; w2 then applies w1's opening, which was over.
+        e(3_500, "w3", "closed", fetch("w3", true)),
+        e(4_500, "w2", "opened", fetch("w1", false)),
+        e(5_000, "harness", "quit", serde_json::json!({})),
+    ];
+    let ids = ["w1", "w2", "w3"].map(String::from);
+    let f = fleet_faults::figures(&entries, &Settings::default(), &ids);
+    assert_eq!(f.lost_transitions.len(), 1, "{:?}", f.lost_transitions);
+    assert!(f.lost_transitions[0].contains("never reached w2"));
+    assert_eq!((f.concurrent_probes, f.probes), (2, 3));
+    assert_eq!(f.redundant_probes.len(), 1, "{:?}", f.redundant_probes);
+    assert_eq!(f.replayed_pauses.len(), 1, "{:?}", f.replayed_pauses);
+    assert!(f.replayed_pauses[0].starts_with("w2 paused"));
+    assert_eq!(f.replayed_opens.len(), 1, "{:?}", f.replayed_opens);
+    assert_eq!(f.extra_charged.len(), 1, "{:?}", f.extra_charged);
+    assert!(f.extra_charged[0].starts_with("w3 charged"));
 }
