@@ -11,6 +11,13 @@ use std::sync::{Mutex, PoisonError};
 /// have left a binary older than its sources. The package features of this build are passed
 /// on, so that the examples `cargo test` built are found fresh, not rebuilt.
 pub fn example_binary(name: &str) -> PathBuf {
+    example_binary_with(name, &["mcp"])
+}
+
+/// The example `name`'s binary, built with `minimum` and this build's features only: an
+/// example that needs no MCP is not built with it, so a test run without `mcp` does not
+/// compile the runtime a second time.
+pub fn example_binary_with(name: &str, minimum: &[&str]) -> PathBuf {
     // One build at a time (tests run in parallel), each example once.
     static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
@@ -25,14 +32,14 @@ pub fn example_binary(name: &str) -> PathBuf {
         .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     if !built.iter().any(|b| b == name) {
         // This build's features of the root package, so the examples `cargo test` built
-        // are found fresh (mcp, the examples' minimum, in any case).
-        let mut features = vec!["mcp"];
+        // are found fresh, and the example's minimum.
+        let mut features = minimum.to_vec();
         for (on, feature) in [
             (cfg!(feature = "rig"), "rig"),
             (cfg!(feature = "redis"), "redis"),
             (cfg!(feature = "otel"), "otel"),
         ] {
-            if on {
+            if on && !features.contains(&feature) {
                 features.push(feature);
             }
         }

@@ -1,12 +1,15 @@
-//! A real `redis-server` for the fleet tests (B11): started by the test on a free
-//! 127.0.0.1 port (`--save '' --appendonly no`: nothing on disk), killed when dropped; or the
-//! one `REDIS_URL` names, which the test never kills nor pauses. A few raw RESP commands let
-//! the tests read and write keys without going through the store under test.
+//! A real `redis-server` for the fleet tests (B11, B16): started by the test on a free
+//! 127.0.0.1 port (`--save '' --appendonly no`: nothing on disk, unless started
+//! [`persistent`](RedisServer::persistent): then a snapshot is written when the test says
+//! [`save`](RedisServer::save) and read back by [`restart`](RedisServer::restart)), killed when
+//! dropped; or the one `REDIS_URL` names, which the test never kills nor pauses. A few raw RESP
+//! commands let the tests read and write keys without going through the store under test.
 
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -17,6 +20,8 @@ pub struct RedisServer {
     pub url: String,
     /// `REDIS_URL`'s: never killed, paused or restarted by the tests.
     external: bool,
+    /// Where our server keeps its snapshot (`dump.rdb`), if it keeps one.
+    dir: Option<PathBuf>,
 }
 
 impl RedisServer {
@@ -32,8 +37,27 @@ impl RedisServer {
                 addr,
                 url,
                 external: true,
+                dir: None,
             };
         }
+        Self::own(None)
+    }
+
+    /// A new `redis-server` of our own on a free port, whatever `REDIS_URL` says: for the
+    /// tests that kill, pause and restart it.
+    pub fn start_own() -> Self {
+        Self::own(None)
+    }
+
+    /// Our own server, keeping its snapshot in `dir`: written only by [`save`](Self::save)
+    /// (no automatic saves, no append-only file), read back by [`restart`](Self::restart),
+    /// as a server restarted from its last snapshot after a crash.
+    pub fn persistent(dir: &Path) -> Self {
+        std::fs::create_dir_all(dir).expect("the snapshot's directory");
+        Self::own(Some(dir.to_owned()))
+    }
+
+    fn own(dir: Option<PathBuf>) -> Self {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
@@ -44,6 +68,7 @@ impl RedisServer {
             url: format!("redis://{addr}"),
             addr,
             external: false,
+            dir,
         };
         server.restart();
         server
@@ -58,20 +83,33 @@ impl RedisServer {
         self.addr.rsplit(':').next().unwrap_or("")
     }
 
-    /// Starts (again) our server on the same port and waits until it answers.
+    /// The process id of our server.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Starts (again) our server on the same port and waits until it answers. A persistent
+    /// server loads its last snapshot: what was saved comes back, with the expiry each key had.
     pub fn restart(&mut self) {
         let port = self.port().to_owned();
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port,
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
+        let mut command = Command::new("redis-server");
+        command.args([
+            "--port",
+            &port,
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ]);
+        if let Some(dir) = &self.dir {
+            command
+                .arg("--dir")
+                .arg(dir)
+                .args(["--dbfilename", "dump.rdb"]);
+        }
+        let child = command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -88,7 +126,22 @@ impl RedisServer {
         panic!("redis-server on {} did not answer", self.addr);
     }
 
-    /// Kills our server (SIGKILL): everything in it is lost.
+    /// Starts our server again with nothing in it, its snapshot (if any) removed first.
+    pub fn restart_empty(&mut self) {
+        if let Some(dir) = &self.dir {
+            let _ = std::fs::remove_file(dir.join("dump.rdb"));
+        }
+        self.restart();
+    }
+
+    /// Writes the snapshot now (`SAVE`): what a later [`restart`](Self::restart) loads.
+    pub fn save(&self) {
+        assert!(self.dir.is_some(), "a persistent server saves");
+        let reply = self.command(&[b"SAVE"]);
+        assert_eq!(reply.as_deref(), Some(&b"OK"[..]), "SAVE");
+    }
+
+    /// Kills our server (SIGKILL): everything in it since its last snapshot is lost.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();

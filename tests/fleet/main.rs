@@ -1,4 +1,4 @@
-//! A fleet of workers sharing tool health, on a real redis-server (B11).
+//! A fleet of workers sharing tool health, on a real redis-server (B11), and under faults (B16).
 //!
 //! One test binary for the area; each file is one module (its tests are named after it),
 //! public so that what a file declares for its own use counts as used, as at a crate root.
@@ -13,6 +13,8 @@ pub mod b11_fleet_core;
 pub mod b11_fleet_workers;
 #[path = "b11_redis.rs"]
 pub mod b11_redis;
+#[path = "b16_faults.rs"]
+pub mod b16_faults;
 #[cfg(feature = "redis")]
 #[path = "b16_redis.rs"]
 pub mod b16_redis;
