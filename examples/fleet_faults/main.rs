@@ -29,8 +29,8 @@
 //! - `opened` (`tool`, `by`, `own`, `reopen`), `closed` (`tool`, `by`, `own`),
 //!   `half_opened`, `probe_released`: state changes as this worker sees them;
 //! - `paused` (`reason`: `systemic` with `tools`, `pattern`, `cause` and `local`: whether
-//!   this worker detected it; `budget`; `mistakes`) and `resumed` (`reason`: `confirmed`,
-//!   `on_trial`, `budget_renewed`, `mistakes_forgiven`);
+//!   this worker detected it; `budget`; `mistakes`) and `resumed` (`reason`: `confirmed`, with `by`
+//!   when another worker confirmed it; `on_trial`, `budget_renewed`, `mistakes_forgiven`);
 //! - `store` (`up`): the fleet's store became unreachable or answers again;
 //! - `latency` every second: `max_us`, the longest single `ping` call of that second;
 //! - `systemic_raised`, `confirm`, `status`: answers to the commands;
@@ -243,6 +243,9 @@ fn observe(shared: &Shared, me: &str, event: &Event) {
             json!({"reason": "mistakes", "count": count, "limit": limit}),
         ),
         Event::RecoveryConfirmed => out.emit("resumed", json!({"reason": "confirmed"})),
+        Event::SharedRecovery { worker } => {
+            out.emit("resumed", json!({"reason": "confirmed", "by": worker}));
+        }
         Event::RecoveryOnTrial { cause } => {
             out.emit("resumed", json!({"reason": "on_trial", "cause": cause}));
         }

@@ -183,7 +183,7 @@ fn b16_a_restart_from_an_older_snapshot_replays_nothing_that_is_over() {
     };
     let mut run = FleetRun::start("b16_c_restart_from_snapshot", settings.clone());
     let all = run.all();
-    let open_key = key(&run.namespace, "open:fetch");
+    let open_key = key(&run.namespace, "tool:fetch");
     open_on_the_first(&run);
     // The snapshot holds fetch OPEN (w1's key, within its TTL).
     run.redis_save();
@@ -259,8 +259,8 @@ fn b16_junk_and_forged_store_contents_act_no_longer_than_their_bounds() {
     let run = FleetRun::start("b16_d_junk_and_forged", settings.clone());
     let ns = run.namespace.clone();
     let (open, closed, probe, seen, systemic) = (
-        key(&ns, "open:fetch"),
-        key(&ns, "closed:fetch"),
+        key(&ns, "tool:fetch"),
+        key(&ns, "tool:ping"),
         key(&ns, "probe:fetch"),
         key(&ns, "seen:fetch"),
         key(&ns, "systemic"),
@@ -298,7 +298,7 @@ fn b16_junk_and_forged_store_contents_act_no_longer_than_their_bounds() {
     // over, whatever the store still holds.
     let past_since = run.mark("past_dated_open", serde_json::json!({}));
     let past = format!(
-        r#"{{"v":1,"worker":"w2","message":"refused long ago","category":"network","at_ms":{}}}"#,
+        r#"{{"v":2,"state":"open","ver":1,"worker":"w2","message":"refused long ago","category":"network","at_ms":{}}}"#,
         past_since - settings.open_ttl_ms * 10
     );
     run.redis.set(&open, past.as_bytes());
@@ -319,7 +319,7 @@ fn b16_junk_and_forged_store_contents_act_no_longer_than_their_bounds() {
     // lease TTL at most: fetch is CLOSED again on every worker within those.
     let forged_since = run.mark("forged_open_and_lease", serde_json::json!({}));
     let future = format!(
-        r#"{{"v":1,"worker":"w-ghost","message":"forged","category":"network","at_ms":{}}}"#,
+        r#"{{"v":2,"state":"open","ver":1,"worker":"w-ghost","message":"forged","category":"network","at_ms":{}}}"#,
         forged_since + 10 * 365 * 86_400_000
     );
     run.redis.set(&open, future.as_bytes());
