@@ -98,6 +98,7 @@
 //! | `mcp` | a guarded toolbox as an MCP server, and the tools of MCP servers guarded as a client (rmcp) | [`mcp`] |
 //! | `rig` | guarded tools as rig tools, the offer as rig's per-request tool list | [`rig`] |
 //! | `redis` | a fleet store on Redis: tool health shared by a fleet of workers | [`redis`] |
+//! | `redis-tls` | the fleet store over TLS (`rediss://`, rustls) | [`redis`] |
 //! | `otel` | OpenTelemetry metrics, read from the `execute_tool` spans and the expeditors | [`otel`] |
 //!
 //! A parameter of a `#[toolbox(json)]` tool whose type is your own needs serde's

@@ -18,6 +18,9 @@ pub mod b16_faults;
 #[cfg(feature = "redis")]
 #[path = "b16_redis.rs"]
 pub mod b16_redis;
+#[cfg(feature = "redis-tls")]
+#[path = "b16_tls.rs"]
+pub mod b16_tls;
 #[cfg(feature = "redis")]
 #[path = "redis_fleet.rs"]
 pub mod redis_fleet;

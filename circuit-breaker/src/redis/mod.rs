@@ -55,9 +55,17 @@
 //! The expiry of a tool key ends the shared OPEN state: a worker that opened a circuit and
 //! then died does not keep the fleet off the tool for longer than the open TTL. With a quorum
 //! of N ([`RedisFleetBuilder::quorum`]), a worker that opens a circuit adds itself to
-//! `seen:{tool}` and the opening is written only once N distinct workers are in it. A Redis
-//! ACL user limited to the namespace's keys (`~{namespace}:*`) is all a worker needs. TLS
-//! (`rediss://`) is not built in: the `redis` crate is compiled here without a TLS feature.
+//! `seen:{tool}` and the opening is written only once N distinct workers are in it.
+//!
+//! # Access
+//! A Redis ACL user limited to the namespace's keys is all a worker needs
+//! (`ACL SETUSER worker on >password ~{namespace}:* +@all -@dangerous`, then
+//! `redis://worker:password@host:port`; `b16_an_acl_user_limited_to_the_namespace_works`).
+//! With feature `redis-tls`, a `rediss://` URL connects over TLS (rustls), checking the
+//! server's certificate against the system's roots or the one given to
+//! [`RedisFleetBuilder::tls_root_certificate`] (`b16_the_fleet_shares_tool_health_over_tls`,
+//! on a `redis-server` serving TLS with a certificate the test makes). Without the feature, a
+//! `rediss://` URL is refused with an error that names it.
 //!
 //! # What the fleet promises, and the test that shows it
 //! Decisions are local and the store is eventually consistent: available, and never wrong

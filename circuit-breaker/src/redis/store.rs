@@ -67,6 +67,9 @@ pub(super) struct Config {
 pub struct RedisFleetBuilder {
     url: String,
     config: Config,
+    /// The root certificate (PEM) a `rediss://` server's is checked against.
+    #[cfg(feature = "redis-tls")]
+    root_certificate: Option<Vec<u8>>,
 }
 
 impl RedisFleetBuilder {
@@ -130,6 +133,47 @@ impl RedisFleetBuilder {
         self
     }
 
+    /// The root certificate (PEM) that a `rediss://` server's certificate is checked against,
+    /// for a server whose certificate the system's roots do not vouch for (a private CA).
+    /// Without one, the system's roots are used.
+    #[cfg(feature = "redis-tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "redis-tls")))]
+    pub fn tls_root_certificate(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.root_certificate = Some(pem.into());
+        self
+    }
+
+    /// The client for the URL: over TLS for `rediss://`, with feature `redis-tls`.
+    fn client(&self) -> Result<Client, RedisFleetError> {
+        let tls = self.url.starts_with("rediss://");
+        #[cfg(feature = "redis-tls")]
+        if tls {
+            // The `redis` crate builds rustls without a crypto provider: the program's, if it
+            // installed one (aws-lc-rs's, for post-quantum key exchange), else ring's, which
+            // builds without cmake. rustls marks ring's deprecated for lacking post-quantum
+            // algorithms; that is the program's choice to make, by installing another.
+            if rustls::crypto::CryptoProvider::get_default().is_none() {
+                #[allow(deprecated)]
+                let ring = rustls::crypto::ring::default_provider();
+                // Refused only if another thread installed one meanwhile: that one serves.
+                let _ = ring.install_default();
+            }
+            let certificates = ::redis::TlsCertificates {
+                client_tls: None,
+                root_cert: self.root_certificate.clone(),
+            };
+            return Client::build_with_tls(self.url.as_str(), certificates)
+                .map_err(|e| RedisFleetError::Url(e.to_string()));
+        }
+        #[cfg(not(feature = "redis-tls"))]
+        if tls {
+            return Err(RedisFleetError::Url(
+                "a rediss:// URL (TLS) needs the feature `redis-tls`".into(),
+            ));
+        }
+        Client::open(self.url.as_str()).map_err(|e| RedisFleetError::Url(e.to_string()))
+    }
+
     async fn build(self) -> Result<RedisFleet, RedisFleetError> {
         let c = &self.config;
         if c.namespace.is_empty() || c.worker.is_empty() {
@@ -158,8 +202,7 @@ impl RedisFleetBuilder {
         }
         let runtime =
             tokio::runtime::Handle::try_current().map_err(|_| RedisFleetError::NoRuntime)?;
-        let client =
-            Client::open(self.url.as_str()).map_err(|e| RedisFleetError::Url(e.to_string()))?;
+        let client = self.client()?;
         let name = format!("redis {}/{}", address(&self.url), c.namespace);
         // One connection attempt now; a Redis that does not answer is no error (the fleet
         // starts unreachable: local decisions, retried every interval).
@@ -222,7 +265,8 @@ impl fmt::Debug for RedisFleet {
 }
 
 impl RedisFleet {
-    /// A store on the Redis at `url` (`redis://host:port[/db]`), under `namespace`: set
+    /// A store on the Redis at `url` (`redis://[user:password@]host:port[/db]`, or
+    /// `rediss://…` over TLS with feature `redis-tls`), under `namespace`: set
     /// the worker id and the timings on the builder, then await it. Awaited on a tokio
     /// runtime, which runs the store's task.
     ///
@@ -244,6 +288,8 @@ impl RedisFleet {
                 max_skew: Duration::from_secs(10),
                 allowed: None,
             },
+            #[cfg(feature = "redis-tls")]
+            root_certificate: None,
         }
     }
 
