@@ -113,6 +113,7 @@ fn sync(bus: &Mutex<Bus>, worker: &mut Worker) {
                 message,
                 category,
                 due,
+                failed_probes,
             } => {
                 link.open(
                     &tool,
@@ -122,6 +123,7 @@ fn sync(bus: &Mutex<Bus>, worker: &mut Worker) {
                         category,
                         at: T0,
                         due,
+                        failed_probes,
                     },
                 );
             }
@@ -441,6 +443,7 @@ fn b11_the_link_does_not_keep_the_expeditor_alive() {
             category: FailureCategory::Network,
             at: T0,
             due: None,
+            failed_probes: 0,
         }
     ));
     assert!(link.tools().is_empty());

@@ -44,7 +44,13 @@ fn openssl(dir: &Path, args: &[&str]) {
 
 /// A certificate authority (`ca.pem`) and a server certificate it signed for 127.0.0.1.
 fn certificates(dir: &Path) {
-    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
     let mut ca = vec!["req", "-x509", "-days", "1", "-subj", "/CN=fleet test CA"];
     ca.extend(ec);
     ca.extend(["-keyout", "ca.key", "-out", "ca.pem"]);
@@ -62,8 +68,21 @@ fn certificates(dir: &Path) {
     openssl(
         dir,
         &[
-            "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-            "-CAcreateserial", "-days", "1", "-extfile", "server.ext", "-out", "server.pem",
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "1",
+            "-extfile",
+            "server.ext",
+            "-out",
+            "server.pem",
         ],
     );
 }
@@ -77,9 +96,23 @@ fn start() -> TlsRedis {
         .expect("a free port")
         .port();
     let child = Command::new("redis-server")
-        .args(["--port", "0", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .args([
+            "--port",
+            "0",
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
         .args(["--tls-port", &port.to_string()])
-        .args(["--tls-cert-file", "server.pem", "--tls-key-file", "server.key"])
+        .args([
+            "--tls-cert-file",
+            "server.pem",
+            "--tls-key-file",
+            "server.key",
+        ])
         .args(["--tls-ca-cert-file", "ca.pem", "--tls-auth-clients", "no"])
         .current_dir(&dir)
         .stdout(Stdio::null())
@@ -88,7 +121,10 @@ fn start() -> TlsRedis {
         .expect("redis-server on PATH");
     let start = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(start.elapsed() < Duration::from_secs(10), "redis-server did not listen");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "redis-server did not listen"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     TlsRedis { child, port, dir }
@@ -103,24 +139,32 @@ async fn b16_the_fleet_shares_tool_health_over_tls() {
     let mut w = Vec::new();
     for name in ["w-1", "w-2"] {
         let ca = ca.clone();
-        let trusted = move |b: agent_circuit_breaker::redis::RedisFleetBuilder| {
-            b.tls_root_certificate(ca)
-        };
+        let trusted =
+            move |b: agent_circuit_breaker::redis::RedisFleetBuilder| b.tls_root_certificate(ca);
         w.push(worker_by(&url, &ns, name, trusted).await.0);
     }
     open3(&w[0].e, "search");
-    until(BOUND, "w-2 over TLS", || state(&w[1].e, "search") == CircuitState::Open).await;
+    until(BOUND, "w-2 over TLS", || {
+        state(&w[1].e, "search") == CircuitState::Open
+    })
+    .await;
     let mut probes = probes_over(&w, "search", POLL * 6).await;
     assert_eq!(probes.len(), 1, "one probe fleet-wide over TLS");
     probes.remove(0).1.success();
     for x in &w {
-        until(BOUND, &x.name, || state(&x.e, "search") == CircuitState::Closed).await;
+        until(BOUND, &x.name, || {
+            state(&x.e, "search") == CircuitState::Closed
+        })
+        .await;
         assert!(!unreachable(x), "{}", x.name);
     }
     // Without the authority, the server's certificate is not trusted: no connection, and the
     // worker decides alone, saying so.
     let (stranger, _) = worker_by(&url, &ns, "w-3", |b| b).await;
-    until(BOUND * 4, "w-3 finds the store unreachable", || unreachable(&stranger)).await;
+    until(BOUND * 4, "w-3 finds the store unreachable", || {
+        unreachable(&stranger)
+    })
+    .await;
     let status = stranger.e.fleet_status().unwrap().to_string();
     eprintln!("b16_tls: a worker without the authority: {status}");
 }

@@ -73,6 +73,7 @@ impl Engine {
                 message: mark.failure.summary().into_owned(),
                 category,
                 due: None,
+                failed_probes: 0,
             });
         }
     }
@@ -81,11 +82,17 @@ impl Engine {
     /// cool-down is armed, after the command.
     pub(crate) fn fleet_dues(&self, changes: &mut Changes) {
         for t in &mut changes.shared {
-            if let SharedTransition::Opened { tool, due, .. } = t
+            if let SharedTransition::Opened {
+                tool,
+                due,
+                failed_probes,
+                ..
+            } = t
                 && let Some(id) = self.id(tool)
                 && let Some(record) = self.records.get(id.index() as usize)
             {
                 *due = record.probe_due_at();
+                *failed_probes = record.failed_probes();
             }
         }
     }
@@ -166,6 +173,7 @@ impl Engine {
             changes.touch(id);
         }
         let record = &mut self.records[i];
+        record.at_least_failed_probes(open.failed_probes);
         if record.state == CircuitState::Open
             && let Some(due) = open.due
             && self.policy.cool_down().is_some()

@@ -323,6 +323,19 @@ impl BreakerRecord {
         }
     }
 
+    /// Counts at least `n` failed probes since the circuit opened: the fleet's, when another
+    /// worker's probe failed, so that the cool-down doubles across the fleet (B16).
+    pub(crate) fn at_least_failed_probes(&mut self, n: u32) {
+        if let Some(history) = &mut self.history {
+            history.failed_probes = history.failed_probes.max(n);
+        } else if n > 0 {
+            self.history = Some(Box::new(History {
+                failed_probes: n,
+                ..History::default()
+            }));
+        }
+    }
+
     /// Whether the probe is due by time at `now`.
     fn due_by_time(&self, now: Timestamp) -> bool {
         self.probe_due_at().is_some_and(|due| now >= due)

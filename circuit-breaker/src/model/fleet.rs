@@ -43,6 +43,10 @@ pub struct SharedOpen {
     /// worker.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub due: Option<Timestamp>,
+    /// The probes that failed since it opened, fleet-wide: each doubles the cool-down, on
+    /// every worker.
+    #[serde(default)]
+    pub failed_probes: u32,
 }
 
 /// What this worker has to tell the fleet, handed to
@@ -62,6 +66,8 @@ pub enum SharedTransition {
         category: FailureCategory,
         /// When its probe is due, with a time-based cool-down: the fleet's probe waits for it.
         due: Option<Timestamp>,
+        /// The probes that failed since it opened.
+        failed_probes: u32,
     },
     /// A probe here closed a shared circuit: closed for the whole fleet.
     Closed {

@@ -42,6 +42,14 @@ pub(super) struct ToolValue {
     /// When the fleet's probe is due (time-based cool-down).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) due_ms: Option<u64>,
+    /// The probes that failed since it opened, fleet-wide.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(super) probes: u32,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl ToolValue {

@@ -108,6 +108,7 @@ impl Task {
                                 category: value.category.unwrap_or(FailureCategory::Other),
                                 at: Timestamp::from_millis(value.at_ms),
                                 due: value.due_ms.map(Timestamp::from_millis),
+                                failed_probes: value.probes,
                             },
                         );
                     }

@@ -22,11 +22,13 @@ impl Task {
                 message,
                 category,
                 due,
+                failed_probes,
             } => {
                 let value = self.next_value(&tool, ToolState::Open, at_ms, |v| {
                     v.message = message;
                     v.category = Some(category);
                     v.due_ms = due.map(Timestamp::as_millis);
+                    v.probes = failed_probes;
                 });
                 self.pending.entry(tool).or_default().state = Some(value);
             }
@@ -93,6 +95,7 @@ impl Task {
             message: String::new(),
             category: None,
             due_ms: None,
+            probes: 0,
         };
         fill(&mut value);
         self.known.insert(tool.to_owned(), value.clone());
