@@ -3,8 +3,7 @@
 //! the capability map, every decision that is not a plain CALL (a route and its degradation, a
 //! probe, a skip, a pause), the state table whenever it changes, freshness labels, the scope
 //! reduction report and the final status or pause report — to any `io::Write`, or the final
-//! report as JSON. (Its first line still calls the task "the seed's task": the golden runs and
-//! `docs/transcripts.md` pin that output.)
+//! report as JSON.
 //!
 //! A [`Watcher`] (`--watch`, `watch.rs`) is told of the run as it goes: the expeditor once it
 //! is built, every event as it happens, the stage (step and sub-task), and a refresh point
@@ -421,7 +420,9 @@ impl Agent<'_> {
         let map = expeditor.capability_map();
         let table = expeditor.state_table();
         self.last_table = Some(Self::key(&table));
-        self.say("circuit-breaker example agent: the seed's task on real tools\n")?;
+        self.say(
+            "circuit-breaker example agent: the inventory-api maintenance task on real tools\n",
+        )?;
         self.say(format!(
             "Workspace:     {root} (a temporary copy of the inventory-api project, removed at the end)"
         ))?;

@@ -5,14 +5,11 @@
 //! Regenerate the expected output with `TRYBUILD=overwrite cargo test --all-features --test macros macro_ui`, then
 //! read every changed `.stderr`: one intended error per mistake, on the offending token.
 
+/// One set of cases, so that trybuild builds the dependencies of its project once for both
+/// kinds (they are most of its time), not once per kind.
 #[test]
-fn b1_compile_errors_are_spanned_and_complete() {
-    let t = trybuild::TestCases::new();
-    t.compile_fail("tests/ui/fail/*.rs");
-}
-
-#[test]
-fn b1_valid_toolboxes_compile() {
+fn b1_valid_toolboxes_compile_and_every_mistake_is_a_spanned_error() {
     let t = trybuild::TestCases::new();
     t.pass("tests/ui/pass/*.rs");
+    t.compile_fail("tests/ui/fail/*.rs");
 }

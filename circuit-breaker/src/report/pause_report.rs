@@ -207,10 +207,7 @@ impl PauseReport {
                 .or_else(|| incomplete.first())
         };
         if let Some(line) = resume {
-            recommendations.push(format!(
-                "Resume from sub-task {} after resolution",
-                line.number
-            ));
+            recommendations.push(resume_recommendation(task, &incomplete, line.number));
         }
         PauseReport {
             paused,
@@ -224,6 +221,33 @@ impl PauseReport {
             servers: engine.servers(),
             fleet: engine.fleet_status(),
         }
+    }
+}
+
+/// Where to resume (the source document's "Resume from sub-task N after resolution"), never
+/// past a failed prerequisite: when a sub-task before `from` failed on a tool that `from`
+/// needs too, its failure blocks `from` as well, and it comes first: resume from it. Sharing a
+/// tool is the dependency a task declares. (In the source document's own report, sub-task 4
+/// shares no tool with the failed sub-task 3, and the line stays as it has it.)
+fn resume_recommendation(task: &Task, incomplete: &[WorkLine], from: usize) -> String {
+    let needs = |n: usize| -> &[String] {
+        task.subtasks()
+            .get(n.wrapping_sub(1))
+            .map_or(&[], |s| s.needs.as_slice())
+    };
+    let blocking = incomplete
+        .iter()
+        .filter(|l| l.number < from && matches!(l.status, WorkStatus::Failed { .. }))
+        .find_map(|l| {
+            let tool = needs(l.number).iter().find(|t| needs(from).contains(t))?;
+            Some((l.number, tool))
+        });
+    match blocking {
+        Some((failed, tool)) => format!(
+            "Resume from sub-task {failed} after resolution: it failed, and sub-task {from} \
+             needs {tool} too"
+        ),
+        None => format!("Resume from sub-task {from} after resolution"),
     }
 }
 
