@@ -8,7 +8,11 @@
 //! cargo run --example mcp_agent --features mcp                          # healthy
 //! cargo run --example mcp_agent --features mcp -- --break search_files  # a broken tool
 //! cargo run --example mcp_agent --features mcp -- --kill files@4        # a server killed mid-run
+//! cargo run --example mcp_agent --features mcp -- --model-url http://127.0.0.1:11434/v1 --model qwen3:8b
 //! ```
+//!
+//! With `--model-url` and `--model`, a real model drives the agent instead (`llm.rs`): any
+//! OpenAI-compatible chat-completions endpoint, the key from `OPENAI_API_KEY`.
 //!
 //! - `--break TOOL`: the server that has TOOL makes it fail every call (repeatable).
 //! - `--kill SERVER@N`: before the model's Nth call, SERVER's process is killed (SIGKILL).
@@ -29,6 +33,7 @@ mod faults;
     reason = "the files toolbox, shared with examples/mcp_files"
 )]
 mod files;
+mod llm;
 mod model;
 #[path = "../mcp_web/web.rs"]
 #[allow(dead_code, reason = "the web toolbox, shared with examples/mcp_web")]
@@ -43,13 +48,17 @@ use agent_circuit_breaker::dispatch::ToolDispatch;
 use agent_circuit_breaker::event::Event;
 use agent_circuit_breaker::mcp::{McpClient, McpServer};
 use agent_circuit_breaker::policy::ProbeUnit;
-use agent_circuit_breaker::{CapabilityMap, Policy};
+use agent_circuit_breaker::{CapabilityMap, Policy, Task};
 
 use model::{Model, Turn};
 
-const USAGE: &str = "usage: mcp_agent [--break TOOL]... [--kill SERVER@N]
+const USAGE: &str =
+    "usage: mcp_agent [--break TOOL]... [--kill SERVER@N] [--model-url URL --model NAME]
   --break TOOL     make TOOL fail (search_files, read_file, list_dir, web_search, fetch_page)
-  --kill SERVER@N  kill SERVER (files or web) before the model's Nth call";
+  --kill SERVER@N  kill SERVER (files or web) before the model's Nth call
+  --model-url URL  an OpenAI-compatible API (http://127.0.0.1:11434/v1 for Ollama) drives the
+                   agent instead of the scripted model; the key, if any, from OPENAI_API_KEY
+  --model NAME     the model to ask for (with --model-url)";
 
 /// The map overlay: what the servers cannot say about their tools — routes across servers
 /// and what they lose (B6's YAML shape).
@@ -82,12 +91,16 @@ capability_map:
 struct Args {
     breaks: Vec<String>,
     kill: Option<(String, usize)>,
+    model_url: Option<String>,
+    model: Option<String>,
 }
 
 fn parse(args: &[String]) -> Result<Args, String> {
     let mut parsed = Args {
         breaks: Vec::new(),
         kill: None,
+        model_url: None,
+        model: None,
     };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -106,8 +119,18 @@ fn parse(args: &[String]) -> Result<Args, String> {
                 let n = n.parse().map_err(|e| format!("--kill {spec}: {e}"))?;
                 parsed.kill = Some((server.to_owned(), n));
             }
+            "--model-url" => {
+                parsed.model_url = Some(args.next().ok_or("--model-url needs a URL")?.clone());
+            }
+            "--model" => parsed.model = Some(args.next().ok_or("--model needs a name")?.clone()),
             other => return Err(format!("unknown argument {other}")),
         }
+    }
+    if parsed.model_url.is_some() != parsed.model.is_some() {
+        return Err("--model-url and --model go together".into());
+    }
+    if parsed.model_url.is_some() && parsed.kill.is_some() {
+        return Err("--kill counts the scripted model's calls: not with --model-url".into());
     }
     for tool in &parsed.breaks {
         if server_of(tool).is_none() {
@@ -241,7 +264,11 @@ fn server_command(
 
 async fn agent(args: Args) -> Result<(), String> {
     let workspace = workspace::Workspace::create().map_err(|e| format!("workspace: {e}"))?;
-    println!("circuit-breaker example agent on MCP: two servers, a scripted model\n");
+    let driver = match (&args.model_url, &args.model) {
+        (Some(url), Some(model)) => format!("the model {model} at {url}"),
+        _ => "a scripted model".to_owned(),
+    };
+    println!("circuit-breaker example agent on MCP: two servers, {driver}\n");
     println!("Workspace: {}", workspace.root().display());
     println!("Servers:   files (this program --serve files), web (this program --serve web)");
     let faults: Vec<String> = args
@@ -287,6 +314,16 @@ async fn agent(args: Args) -> Result<(), String> {
         .await
         .map_err(|e| format!("connecting the servers: {e}"))?;
 
+    if let (Some(url), Some(model)) = (&args.model_url, &args.model) {
+        let endpoint = llm::Endpoint {
+            url: url.clone(),
+            model: model.clone(),
+            key: std::env::var("OPENAI_API_KEY")
+                .ok()
+                .filter(|k| !k.is_empty()),
+        };
+        return model_loop(&endpoint, &tools).await;
+    }
     let mut model = Model::new(model::task());
     let mut calls = 0;
     loop {
@@ -334,6 +371,40 @@ async fn agent(args: Args) -> Result<(), String> {
     let expeditor = tools.expeditor();
     println!("{}\n", expeditor.state_table());
     println!("{}", expeditor.budget());
+    Ok(())
+}
+
+/// The goals worked by a real model, then the report of what it reached: the pause report
+/// when a pause ended the run, a status report otherwise (R7.3).
+async fn model_loop(endpoint: &llm::Endpoint, tools: &McpClient) -> Result<(), String> {
+    let goals = model::task();
+    let titles: Vec<&str> = goals.iter().map(|g| g.title).collect();
+    let (outcomes, tally) = llm::run(endpoint, tools, &titles).await?;
+    // Each goal a sub-task, needing the tool the task names first for it.
+    let mut task = Task::new();
+    for goal in &goals {
+        task = task.subtask(goal.title, goal.ways.first().map(|(tool, _)| *tool));
+    }
+    for (i, outcome) in outcomes.iter().enumerate() {
+        let marked = match outcome {
+            llm::GoalOutcome::Done(_) => task.done(i + 1),
+            llm::GoalOutcome::NotAttempted(_) => Ok(()),
+            other => task.failed(i + 1, llm::describe(other)),
+        };
+        marked.map_err(|e| e.to_string())?;
+    }
+    let expeditor = tools.expeditor();
+    println!(
+        "\nThe model's calls: {} — {} answered, {} failed, {} refused by the guard, {} its own mistakes",
+        tally.calls, tally.answered, tally.failed, tally.refused, tally.mistakes
+    );
+    for (i, outcome) in outcomes.iter().enumerate() {
+        println!("  Goal {}: {}", i + 1, llm::describe(outcome));
+    }
+    println!("\n{}\n", expeditor.state_table());
+    // The pause report when a pause ended the run; the same report as a status report when
+    // not (the work done and not done, each tool's health, what to do next).
+    println!("{}", expeditor.pause_report(&task));
     Ok(())
 }
 

@@ -37,6 +37,7 @@ pub fn example_binary_with(name: &str, minimum: &[&str]) -> PathBuf {
         for (on, feature) in [
             (cfg!(feature = "rig"), "rig"),
             (cfg!(feature = "redis"), "redis"),
+            (cfg!(feature = "redis-tls"), "redis-tls"),
             (cfg!(feature = "otel"), "otel"),
         ] {
             if on && !features.contains(&feature) {
