@@ -349,6 +349,7 @@ async fn b16_an_acl_user_limited_to_the_namespace_works() {
     }
     let ns = namespace();
     let pattern = format!("~{ns}:*");
+    let channels = format!("&{ns}:*");
     let answer = redis.command(&[
         b"ACL",
         b"SETUSER",
@@ -357,6 +358,8 @@ async fn b16_an_acl_user_limited_to_the_namespace_works() {
         b">secret",
         b"resetkeys",
         pattern.as_bytes(),
+        b"resetchannels",
+        channels.as_bytes(),
         b"+@all",
         b"-@dangerous",
     ]);
@@ -384,4 +387,45 @@ async fn b16_an_acl_user_limited_to_the_namespace_works() {
         outside.is_some_and(|a| a != b"OK"),
         "a key outside the namespace is refused"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b16_a_change_notice_carries_an_opening_to_the_fleet_before_the_next_poll() {
+    let redis = RedisServer::start();
+    let ns = namespace();
+    let poll = Duration::from_secs(3);
+    let mut w = Vec::new();
+    for name in ["w-1", "w-2"] {
+        w.push(
+            worker_by(&redis.url, &ns, name, |b| b.poll_interval(poll))
+                .await
+                .0,
+        );
+    }
+    // Both have read once and subscribed; the next poll is seconds away.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut delays = Vec::new();
+    for round in 0..3 {
+        let opened = Instant::now();
+        open3(&w[0].e, "search");
+        until(
+            poll / 3,
+            "w-2 learns of the opening from the notice",
+            || state(&w[1].e, "search") == CircuitState::Open,
+        )
+        .await;
+        delays.push(opened.elapsed());
+        // The probe's lease is asked for at the next poll: the notices carry what the store
+        // holds, not what a worker wants.
+        let mut probes = probes_over(&w, "search", poll + BOUND).await;
+        assert_eq!(probes.len(), 1, "round {round}");
+        probes.remove(0).1.success();
+        for x in &w {
+            until(poll / 3, &x.name, || {
+                state(&x.e, "search") == CircuitState::Closed
+            })
+            .await;
+        }
+    }
+    eprintln!("b16: with a {poll:?} poll, an opening reached the other worker in {delays:?}");
 }

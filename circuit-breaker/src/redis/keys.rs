@@ -121,6 +121,10 @@ impl Keys {
     pub(super) fn systemic(&self) -> String {
         format!("{}systemic", self.prefix)
     }
+    /// The channel of the fleet's change notices.
+    pub(super) fn channel(&self) -> String {
+        format!("{}changed", self.prefix)
+    }
 }
 
 /// Writes a tool's transition if it is newer than the one the key holds (by `ver`, then

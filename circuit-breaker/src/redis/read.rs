@@ -130,7 +130,8 @@ impl Task {
             tool,
             "redis fleet: the store lost a transition; written again"
         );
-        self.apply(tool, mine).await
+        self.changed |= self.apply(tool, mine).await?;
+        Ok(())
     }
 
     /// The systemic key as read: a new event pauses this worker; the recovery of the event

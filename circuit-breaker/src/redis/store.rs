@@ -10,10 +10,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ::redis::Client;
 use ::redis::aio::MultiplexedConnection;
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 
 use super::LAYOUT;
 use super::keys::Keys;
+use super::notice;
 use super::task::{Task, connect};
 use crate::expeditor::{FleetLink, FleetStore};
 use crate::model::clock::Timestamp;
@@ -303,7 +304,9 @@ impl RedisFleet {
         format!("{}:{LAYOUT}:", self.shared.config.namespace)
     }
 
-    /// The staleness bound: poll interval + op timeout (plus one round trip).
+    /// The staleness bound when a change notice is lost (or pub/sub is not allowed): poll
+    /// interval + op timeout (plus one round trip). With the notices, a transition takes
+    /// about one round trip.
     pub fn staleness_bound(&self) -> Duration {
         self.shared.config.poll + self.shared.config.op_timeout
     }
@@ -324,15 +327,27 @@ impl FleetStore for RedisFleet {
             return;
         };
         self.shared.attached.store(true, Ordering::Release);
+        let keys = Keys {
+            prefix: format!("{}:{LAYOUT}:", self.shared.config.namespace),
+        };
+        let wake = Arc::new(Notify::new());
+        let config = &self.shared.config;
+        self.shared.runtime.spawn(notice::listen(
+            self.shared.client.clone(),
+            keys.channel(),
+            Arc::clone(&wake),
+            link.clone(),
+            config.poll.max(Duration::from_secs(1)),
+            config.op_timeout,
+        ));
         let task = Task::new(
-            Keys {
-                prefix: format!("{}:{LAYOUT}:", self.shared.config.namespace),
-            },
-            self.shared.config.clone(),
+            keys,
+            config.clone(),
             self.shared.client.clone(),
             conn,
             link,
             rx,
+            wake,
         );
         self.shared.runtime.spawn(task.run());
     }

@@ -4,11 +4,12 @@
 //! leases in `lease.rs`.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use ::redis::aio::MultiplexedConnection;
 use ::redis::{AsyncConnectionConfig, Client, ErrorKind, RedisError, ServerErrorKind};
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 use tokio::time::{Instant, timeout};
 
 use super::keys::{Keys, SystemicValue, ToolValue};
@@ -132,6 +133,12 @@ pub(super) struct Task {
     hostile: HashMap<String, String>,
     /// The lease holders that are no token of ours, logged once each.
     pub(super) foreign_leases: HashSet<String>,
+    /// Woken by a change notice of the fleet (`notice.rs`): read now.
+    wake: Arc<Notify>,
+    /// Whether a write changed the store since the last notice was published.
+    pub(super) changed: bool,
+    /// Whether publishing a notice was refused (said once).
+    pub(super) notices_refused: bool,
 }
 
 impl Task {
@@ -143,6 +150,7 @@ impl Task {
         conn: Option<MultiplexedConnection>,
         link: FleetLink,
         rx: mpsc::UnboundedReceiver<(Timestamp, SharedTransition)>,
+        wake: Arc<Notify>,
     ) -> Self {
         Task {
             keys,
@@ -162,6 +170,9 @@ impl Task {
             renew_at: None,
             hostile: HashMap::new(),
             foreign_leases: HashSet::new(),
+            wake,
+            changed: false,
+            notices_refused: false,
         }
     }
 
@@ -169,8 +180,11 @@ impl Task {
         let mut next = Instant::now();
         loop {
             let wake = self.renew_at.map_or(next, |r| r.min(next));
+            let notice = Arc::clone(&self.wake);
             let queued = tokio::select! {
                 () = tokio::time::sleep_until(wake) => false,
+                // Another worker changed the store: read now, as if something were queued.
+                () = notice.notified() => true,
                 t = self.rx.recv() => match t {
                     Some((at, t)) => { self.queue(at, t); true }
                     None => false,

@@ -112,7 +112,7 @@ impl Task {
             };
             let release = p.release;
             if let Some(value) = p.state.clone() {
-                self.apply(&tool, &value).await?;
+                self.changed |= self.apply(&tool, &value).await?;
             }
             if release && let Some(token) = self.leases.get(&tool).map(|l| l.token.clone()) {
                 self.release(&tool, &token).await?;
@@ -129,7 +129,7 @@ impl Task {
                     .arg("PX")
                     .arg(left);
                 match self.query::<()>(&cmd).await {
-                    Ok(()) => {}
+                    Ok(()) => self.changed = true,
                     Err(Fault::Unreachable(why)) => return Err(why),
                     Err(Fault::Refused(why)) => {
                         tracing::warn!(%why, "redis fleet: the systemic event was refused; dropped");
@@ -146,7 +146,7 @@ impl Task {
                 .arg(&event.id)
                 .arg(json(&event));
             match self.query::<i64>(&cmd).await {
-                Ok(_) => {}
+                Ok(marked) => self.changed |= marked == 1,
                 Err(Fault::Unreachable(why)) => return Err(why),
                 Err(Fault::Refused(why)) => {
                     tracing::warn!(%why, "redis fleet: the recovery was refused; dropped");
@@ -154,11 +154,32 @@ impl Task {
             }
             self.recovery = None;
         }
+        if std::mem::take(&mut self.changed) {
+            self.notify().await?;
+        }
         Ok(())
     }
 
-    /// One tool's transition, through the script that writes it only if it is the newest.
-    pub(super) async fn apply(&mut self, tool: &str, value: &ToolValue) -> Result<(), String> {
+    /// Tells the fleet the store changed (`notice.rs`): a refusal (an ACL user without the
+    /// channel) is said once, and the fleet reads every poll interval as before.
+    async fn notify(&mut self) -> Result<(), String> {
+        let mut cmd = ::redis::cmd("PUBLISH");
+        cmd.arg(self.keys.channel()).arg("");
+        match self.query::<i64>(&cmd).await {
+            Ok(_) => Ok(()),
+            Err(Fault::Unreachable(why)) => Err(why),
+            Err(Fault::Refused(why)) => {
+                if !std::mem::replace(&mut self.notices_refused, true) {
+                    tracing::info!(%why, "redis fleet: change notices refused; the fleet reads every poll interval");
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// One tool's transition, through the script that writes it only if it is the newest:
+    /// whether it was written.
+    pub(super) async fn apply(&mut self, tool: &str, value: &ToolValue) -> Result<bool, String> {
         let opening = value.state == ToolState::Open;
         let mut cmd = ::redis::cmd("EVAL");
         cmd.arg(APPLY_SCRIPT)
@@ -186,31 +207,31 @@ impl Task {
                     }),
             );
         match self.query::<i64>(&cmd).await {
-            // Written; or a newer transition is there, which the read applies; or waiting
-            // for the quorum.
-            Ok(1 | 0 | -4) => Ok(()),
+            Ok(1) => Ok(true),
+            // A newer transition is there, which the read applies; or waiting for the quorum.
+            Ok(0 | -4) => Ok(false),
             Ok(-3) => {
                 tracing::debug!(
                     tool,
                     "redis fleet: a transition older than the open TTL was dropped"
                 );
-                Ok(())
+                Ok(false)
             }
             Ok(-2) => {
                 tracing::warn!(
                     tool,
                     "redis fleet: this worker's clock is ahead of Redis's by more than the clock skew allowed; its transition was refused"
                 );
-                Ok(())
+                Ok(false)
             }
             Ok(code) => {
                 tracing::warn!(tool, code, "redis fleet: unexpected answer to a write");
-                Ok(())
+                Ok(false)
             }
             Err(Fault::Unreachable(why)) => Err(why),
             Err(Fault::Refused(why)) => {
                 tracing::warn!(tool, %why, "redis fleet: a write was refused; dropped");
-                Ok(())
+                Ok(false)
             }
         }
     }
