@@ -358,17 +358,53 @@ pub use std::path::PathBuf;
 pub use std::vec::Vec;
 
 /// The arguments of a call by name, decoded: a JSON `null` (or arguments left out) reads as
-/// `{}`, so a tool without parameters, or with only optional ones, takes it.
+/// `{}`, so a tool without parameters, or with only optional ones, takes it. Arguments that
+/// do not decode are tried once more with every property whose value is `null` left out:
+/// OpenAI's strict mode (B18) has a model send `null` for an optional property it means to
+/// leave out, which a property with a default (not an `Option`) does not take.
 ///
 /// # Errors
-/// What the decoder says, for [`Reply::bad_arguments`].
+/// What the decoder says of the arguments as sent, for [`Reply::bad_arguments`].
 #[cfg(feature = "json")]
 pub fn arguments<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, serde_json::Error> {
     let value = match value {
         Value::Null => Value::Object(serde_json::Map::new()),
         value => value,
     };
-    serde_json::from_value(value)
+    match T::deserialize(&value) {
+        Ok(decoded) => Ok(decoded),
+        Err(error) => {
+            let mut without_nulls = value;
+            if !drop_null_properties(&mut without_nulls, 0) {
+                return Err(error);
+            }
+            T::deserialize(&without_nulls).map_err(|_| error)
+        }
+    }
+}
+
+/// Leaves out every object property whose value is `null` (never an array's item), down to
+/// the depth serde_json parses; whether any was.
+#[cfg(feature = "json")]
+fn drop_null_properties(value: &mut Value, depth: usize) -> bool {
+    if depth > 128 {
+        return false;
+    }
+    match value {
+        Value::Object(map) => {
+            let before = map.len();
+            map.retain(|_, v| !v.is_null());
+            let mut dropped = map.len() != before;
+            for v in map.values_mut() {
+                dropped |= drop_null_properties(v, depth + 1);
+            }
+            dropped
+        }
+        Value::Array(items) => items.iter_mut().fold(false, |dropped, v| {
+            drop_null_properties(v, depth + 1) | dropped
+        }),
+        _ => false,
+    }
 }
 
 /// The JSON Schema of a tool's arguments, as an object (no `$schema`, no `title`: the tool's
