@@ -384,7 +384,7 @@ pub fn arguments<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, serd
 }
 
 /// Leaves out every object property whose value is `null` (never an array's item), down to
-/// the depth serde_json parses; whether any was.
+/// the depth `serde_json` parses; whether any was.
 #[cfg(feature = "json")]
 fn drop_null_properties(value: &mut Value, depth: usize) -> bool {
     if depth > 128 {

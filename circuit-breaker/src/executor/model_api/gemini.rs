@@ -101,58 +101,9 @@ impl Gemini<'_> {
             return any(description(map));
         };
         out.insert("type".into(), kind.into());
-        let mut notes = Vec::new();
-        for (key, value) in map {
-            match key.as_str() {
-                "description" | "title" | "pattern" | "minLength" | "maxLength" | "minItems"
-                | "maxItems" | "minProperties" | "maxProperties" | "minimum" | "maximum"
-                | "default" | "example" => {
-                    out.insert(key.clone(), walk::bounded_copy(value));
-                }
-                "examples" => {
-                    if let Some(first) = value.as_array().and_then(|v| v.first()) {
-                        out.insert("example".into(), walk::bounded_copy(first));
-                    }
-                }
-                "nullable" => nullable |= value.as_bool() == Some(true),
-                "format" => {
-                    if let Some(format) = value.as_str().and_then(|f| format_for(kind, f)) {
-                        out.insert(key.clone(), format.into());
-                    }
-                }
-                "exclusiveMinimum" | "exclusiveMaximum" => {
-                    if let Some(bound) = value.as_f64() {
-                        let (key, op) = if key == "exclusiveMinimum" {
-                            ("minimum", "greater than")
-                        } else {
-                            ("maximum", "less than")
-                        };
-                        out.entry(key).or_insert_with(|| value.clone());
-                        notes.push(format!("{op} {bound}"));
-                    }
-                }
-                _ => {}
-            }
-        }
-        let values = match (map.get("enum"), map.get("const")) {
-            (Some(Value::Array(values)), _) => Some(values.clone()),
-            (None, Some(value)) => Some(vec![value.clone()]),
-            _ => None,
-        };
-        if let Some(values) = values {
-            nullable |= values.iter().any(Value::is_null);
-            let values: Vec<&Value> = values.iter().filter(|v| !v.is_null()).collect();
-            if kind == "STRING" && values.iter().all(|v| v.is_string()) {
-                out.insert(
-                    "enum".into(),
-                    Value::Array(values.into_iter().cloned().collect()),
-                );
-            } else {
-                // Gemini's `enum` holds strings only: other values are said.
-                let listed: Vec<String> = values.iter().map(ToString::to_string).collect();
-                notes.push(format!("one of {}", listed.join(", ")));
-            }
-        }
+        let (mut notes, keyword_nullable) = keywords(map, kind, &mut out);
+        nullable |= keyword_nullable;
+        nullable |= values(map, kind, &mut out, &mut notes);
         match kind {
             "OBJECT" => {
                 let properties = self.properties(map, depth);
@@ -308,6 +259,89 @@ impl Gemini<'_> {
         }
         walk::resolve(self.root, reference)?.as_object()
     }
+}
+
+/// The keywords Gemini takes for a value of `kind`, copied into `out` (formats mapped, an
+/// exclusive bound made inclusive); what they say that `out` cannot, and whether they make the
+/// value nullable.
+fn keywords(
+    map: &Map<String, Value>,
+    kind: &str,
+    out: &mut Map<String, Value>,
+) -> (Vec<String>, bool) {
+    let mut nullable = false;
+    let mut notes = Vec::new();
+    for (key, value) in map {
+        match key.as_str() {
+            "description" | "title" | "pattern" if value.is_string() => {
+                out.insert(key.clone(), value.clone());
+            }
+            "minLength" | "maxLength" | "minItems" | "maxItems" | "minProperties"
+            | "maxProperties" | "minimum" | "maximum"
+                if value.is_number() =>
+            {
+                out.insert(key.clone(), value.clone());
+            }
+            "default" | "example" => {
+                out.insert(key.clone(), walk::bounded_copy(value));
+            }
+            "examples" => {
+                if let Some(first) = value.as_array().and_then(|v| v.first()) {
+                    out.insert("example".into(), walk::bounded_copy(first));
+                }
+            }
+            "nullable" => nullable |= value.as_bool() == Some(true),
+            "format" => {
+                if let Some(format) = value.as_str().and_then(|f| format_for(kind, f)) {
+                    out.insert(key.clone(), format.into());
+                }
+            }
+            "exclusiveMinimum" | "exclusiveMaximum" => {
+                if let Some(bound) = value.as_f64() {
+                    let (key, op) = if key == "exclusiveMinimum" {
+                        ("minimum", "greater than")
+                    } else {
+                        ("maximum", "less than")
+                    };
+                    out.entry(key).or_insert_with(|| value.clone());
+                    notes.push(format!("{op} {bound}"));
+                }
+            }
+            _ => {}
+        }
+    }
+    (notes, nullable)
+}
+
+/// `enum` / `const`: a string's values as Gemini's `enum`, any other's said in `notes`;
+/// whether `null` is among them.
+fn values(
+    map: &Map<String, Value>,
+    kind: &str,
+    out: &mut Map<String, Value>,
+    notes: &mut Vec<String>,
+) -> bool {
+    let mut nullable = false;
+    let values = match (map.get("enum"), map.get("const")) {
+        (Some(Value::Array(values)), _) => Some(values.clone()),
+        (None, Some(value)) => Some(vec![value.clone()]),
+        _ => None,
+    };
+    if let Some(values) = values {
+        nullable |= values.iter().any(Value::is_null);
+        let values: Vec<&Value> = values.iter().filter(|v| !v.is_null()).collect();
+        if kind == "STRING" && values.iter().all(|v| v.is_string()) {
+            out.insert(
+                "enum".into(),
+                Value::Array(values.into_iter().cloned().collect()),
+            );
+        } else {
+            // Gemini's `enum` holds strings only: other values are said.
+            let listed: Vec<String> = values.iter().map(ToString::to_string).collect();
+            notes.push(format!("one of {}", listed.join(", ")));
+        }
+    }
+    nullable
 }
 
 /// A value of any type, or one this schema cannot describe: taken as JSON text.

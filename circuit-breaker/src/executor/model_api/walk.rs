@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-/// The deepest a conversion walks into a schema. serde_json parses no deeper than 128 levels,
+/// The deepest a conversion walks into a schema. `serde_json` parses no deeper than 128 levels,
 /// and no tool's arguments come near this; a schema built deeper by hand is cut here rather
 /// than overflow the stack.
 pub(super) const MAX_DEPTH: usize = 64;
