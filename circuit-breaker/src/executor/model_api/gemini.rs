@@ -66,15 +66,19 @@ impl Gemini<'_> {
         if let Some(Value::Array(all)) = map.get("allOf") {
             let mut merged = map.clone();
             merged.remove("allOf");
+            let root = self.root;
             for branch in all {
                 let branch = match branch {
                     Value::Object(b) => match b.get("$ref").and_then(Value::as_str) {
-                        Some(r) => self.resolved(r).cloned().unwrap_or_default(),
-                        None => b.clone(),
+                        Some(r) => resolved(root, r),
+                        None => Some(b),
                     },
-                    _ => Map::new(),
+                    _ => None,
                 };
-                merge_into(&mut merged, &branch);
+                if let Some(branch) = branch {
+                    self.nodes = self.nodes.saturating_add(copy_cost(branch));
+                    merge_into(&mut merged, branch);
+                }
             }
             return self.object_node(&merged, depth + 1);
         }
@@ -238,27 +242,40 @@ impl Gemini<'_> {
         map: &Map<String, Value>,
         depth: usize,
     ) -> Map<String, Value> {
-        let Some(referent) = self.resolved(reference).cloned() else {
+        let Some(referent) = resolved(self.root, reference) else {
             return any(description(map));
         };
         if self.stack.iter().any(|r| r == reference) {
-            let mut merged = referent;
-            merged.extend(map.iter().map(|(k, v)| (k.clone(), v.clone())));
-            return cut(&merged);
+            return any(description(map).or_else(|| description(referent)));
         }
-        let merged = walk::merged(&Value::Object(referent), map);
+        // Copying what the reference names is work too: counted, so that a schema that names
+        // a large one many times stops at the bound.
+        let cost = copy_cost(referent);
+        self.nodes = self.nodes.saturating_add(cost);
+        if self.nodes > MAX_NODES {
+            return any(description(map).or_else(|| description(referent)));
+        }
+        let merged = walk::merged_map(referent, map);
         self.stack.push(reference.to_owned());
         let out = self.object_node(&merged, depth + 1);
         self.stack.pop();
         out
     }
+}
 
-    fn resolved(&self, reference: &str) -> Option<&Map<String, Value>> {
-        if walk::is_root(reference) {
-            return Some(self.root);
-        }
-        walk::resolve(self.root, reference)?.as_object()
+/// The schema `reference` names in `root`.
+fn resolved<'a>(root: &'a Map<String, Value>, reference: &str) -> Option<&'a Map<String, Value>> {
+    if walk::is_root(reference) {
+        return Some(root);
     }
+    walk::resolve(root, reference)?.as_object()
+}
+
+/// What copying `map` costs, counted up to the bound.
+fn copy_cost(map: &Map<String, Value>) -> usize {
+    map.values()
+        .map(|v| walk::size_within(v, MAX_NODES))
+        .fold(1, usize::saturating_add)
 }
 
 /// The keywords Gemini takes for a value of `kind`, copied into `out` (formats mapped, an

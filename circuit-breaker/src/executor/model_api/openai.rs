@@ -310,10 +310,20 @@ impl Strict<'_> {
         if self.inlining.iter().any(|r| r == reference) {
             return None;
         }
-        let merged = match referent {
-            Some(referent) => walk::merged(referent, map),
-            None => walk::merged(&Value::Object(self.root.clone()), map),
+        let referent = match referent {
+            Some(referent) => referent.as_object()?,
+            None => self.root,
         };
+        // Copying what the reference names is work too: counted against the bound.
+        let cost = referent
+            .values()
+            .map(|v| walk::size_within(v, MAX_NODES))
+            .fold(1, usize::saturating_add);
+        self.nodes = self.nodes.saturating_add(cost);
+        if self.nodes > MAX_NODES {
+            return None;
+        }
+        let merged = walk::merged_map(referent, map);
         self.inlining.push(reference.to_owned());
         let out = self.object_node(&merged, depth + 1, objects);
         self.inlining.pop();

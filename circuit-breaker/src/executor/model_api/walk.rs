@@ -8,10 +8,44 @@ use serde_json::{Map, Value};
 /// than overflow the stack.
 pub(super) const MAX_DEPTH: usize = 64;
 
-/// The most schemas a conversion makes. Inlining references that fan out (each naming the
-/// next twice) makes a number of schemas exponential in their count; no tool's arguments
-/// come near this, and a conversion past it stops there.
-pub(super) const MAX_NODES: usize = 10_000;
+/// The most work a conversion does, counted in schemas made and values copied. Inlining
+/// references that fan out (each naming the next twice) makes a number of schemas
+/// exponential in their count; no tool's arguments come near this, and a conversion past it
+/// stops there.
+pub(super) const MAX_NODES: usize = 100_000;
+
+/// How many values `value` holds, counted up to `limit` (and no deeper than [`MAX_DEPTH`]):
+/// the cost of copying it, found at no more than that cost.
+pub(super) fn size_within(value: &Value, limit: usize) -> usize {
+    fn count(value: &Value, depth: usize, limit: usize, n: &mut usize) {
+        *n += 1;
+        if *n >= limit || depth >= MAX_DEPTH {
+            return;
+        }
+        match value {
+            Value::Object(map) => {
+                for v in map.values() {
+                    count(v, depth + 1, limit, n);
+                    if *n >= limit {
+                        return;
+                    }
+                }
+            }
+            Value::Array(items) => {
+                for v in items {
+                    count(v, depth + 1, limit, n);
+                    if *n >= limit {
+                        return;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut n = 0;
+    count(value, 0, limit.max(1), &mut n);
+    n
+}
 
 /// `value`, copied down to [`MAX_DEPTH`] levels; anything deeper becomes `{}` (any value).
 pub(super) fn bounded_copy(value: &Value) -> Value {
@@ -95,10 +129,15 @@ pub(super) fn is_root(reference: &str) -> bool {
 /// `referent`'s keys under `siblings`' (the keys beside a `$ref` win over the schema it
 /// names), without the `$ref`.
 pub(super) fn merged(referent: &Value, siblings: &Map<String, Value>) -> Map<String, Value> {
-    let mut out = match referent {
-        Value::Object(map) => map.clone(),
-        _ => Map::new(),
-    };
+    merged_map(referent.as_object().unwrap_or(&Map::new()), siblings)
+}
+
+/// [`merged`] for a referent that is an object.
+pub(super) fn merged_map(
+    referent: &Map<String, Value>,
+    siblings: &Map<String, Value>,
+) -> Map<String, Value> {
+    let mut out = referent.clone();
     for (key, value) in siblings {
         if key != "$ref" {
             out.insert(key.clone(), value.clone());
