@@ -14,6 +14,11 @@
 //! and its degradation, the freshness label, or the refusal text of B7. The note never
 //! invites a retry of a broken tool.
 //!
+//! The definitions, the calls and the replies in the shapes of OpenAI's, Anthropic's and
+//! Gemini's APIs (B18): [`ModelApi`], [`ToolDefinition::to_api`],
+//! [`ToolDispatch::offered_for`], [`ToolCall::from_api`], [`ToolDispatch::dispatch_call`] (the
+//! call with the model's id) and [`Reply::to_message`].
+//!
 //! A model's own mistakes — a tool name that is no tool, arguments that do not parse — are
 //! answered with what is wrong and what is offered ("did you mean"), are never charged to a
 //! tool's breaker or to the failure budget, and are counted on a line of their own in the

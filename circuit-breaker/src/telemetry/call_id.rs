@@ -5,9 +5,12 @@
 //! neither the generated code nor the ticket has to carry it.
 
 use std::cell::Cell;
+#[cfg(feature = "json")]
 use std::future::Future;
+#[cfg(feature = "json")]
 use std::pin::Pin;
 use std::sync::Arc;
+#[cfg(feature = "json")]
 use std::task::{Context, Poll};
 
 /// The longest call id kept, in characters. Every model API's ids are far shorter (a few dozen
@@ -95,6 +98,7 @@ impl Scope {
     }
 
     /// Ends the scope, giving back the id it held.
+    #[cfg(feature = "json")]
     fn leave(mut self) -> Option<Arc<str>> {
         let before = self.before.take();
         let id = CURRENT.with(|current| current.replace(before));
@@ -113,17 +117,20 @@ impl Drop for Scope {
 /// A future polled as the call with an id: the id is this thread's while the future is
 /// polled, and only then, so it follows the future from thread to thread and never leaks to
 /// another task.
+#[cfg(feature = "json")]
 pub(crate) struct WithCallId<F> {
     id: Option<Arc<str>>,
     future: F,
 }
 
+#[cfg(feature = "json")]
 impl<F> WithCallId<F> {
     pub(crate) fn new(id: Option<Arc<str>>, future: F) -> Self {
         WithCallId { id, future }
     }
 }
 
+#[cfg(feature = "json")]
 impl<F: Future + Unpin> Future for WithCallId<F> {
     type Output = F::Output;
 
@@ -164,6 +171,7 @@ mod tests {
         assert_eq!(kept.chars().count(), MAX_CALL_ID);
     }
 
+    #[cfg(feature = "json")]
     #[test]
     fn b18_a_future_holds_its_call_id_only_while_it_is_polled() {
         let mut seen = None;
