@@ -371,39 +371,58 @@ pub fn arguments<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, serd
         Value::Null => Value::Object(serde_json::Map::new()),
         value => value,
     };
+    if !has_null_property(&value, 0) {
+        // Nothing to leave out: decoded as sent, moved rather than copied.
+        return serde_json::from_value(value);
+    }
     match T::deserialize(&value) {
         Ok(decoded) => Ok(decoded),
         Err(error) => {
             let mut without_nulls = value;
-            if !drop_null_properties(&mut without_nulls, 0) {
-                return Err(error);
-            }
+            drop_null_properties(&mut without_nulls, 0);
             T::deserialize(&without_nulls).map_err(|_| error)
         }
     }
 }
 
-/// Leaves out every object property whose value is `null` (never an array's item), down to
-/// the depth `serde_json` parses; whether any was.
+/// The depth the null checks below go to: as deep as `serde_json` parses.
 #[cfg(feature = "json")]
-fn drop_null_properties(value: &mut Value, depth: usize) -> bool {
-    if depth > 128 {
+const NULL_DEPTH: usize = 128;
+
+/// Whether some object property in `value` is `null`.
+#[cfg(feature = "json")]
+fn has_null_property(value: &Value, depth: usize) -> bool {
+    if depth > NULL_DEPTH {
         return false;
     }
     match value {
-        Value::Object(map) => {
-            let before = map.len();
-            map.retain(|_, v| !v.is_null());
-            let mut dropped = map.len() != before;
-            for v in map.values_mut() {
-                dropped |= drop_null_properties(v, depth + 1);
-            }
-            dropped
-        }
-        Value::Array(items) => items.iter_mut().fold(false, |dropped, v| {
-            drop_null_properties(v, depth + 1) | dropped
-        }),
+        Value::Object(map) => map
+            .values()
+            .any(|v| v.is_null() || has_null_property(v, depth + 1)),
+        Value::Array(items) => items.iter().any(|v| has_null_property(v, depth + 1)),
         _ => false,
+    }
+}
+
+/// Leaves out every object property whose value is `null` (never an array's item).
+#[cfg(feature = "json")]
+fn drop_null_properties(value: &mut Value, depth: usize) {
+    if depth > NULL_DEPTH {
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            map.retain(|_, v| !v.is_null());
+            for v in map.values_mut() {
+                drop_null_properties(v, depth + 1);
+            }
+        }
+        Value::Array(items) => {
+            for v in items {
+                drop_null_properties(v, depth + 1);
+            }
+        }
+        _ => {}
     }
 }
 

@@ -29,10 +29,8 @@ const FORMATS: [&str; 9] = [
 ];
 
 /// Keywords strict mode takes as they are.
-const KEPT: [&str; 11] = [
+const KEPT: [&str; 9] = [
     "description",
-    "enum",
-    "const",
     "pattern",
     "multipleOf",
     "minimum",
@@ -200,11 +198,16 @@ impl Strict<'_> {
                     out.insert(key.clone(), value.clone());
                 }
                 "const" => {
+                    // Said as the one value of an `enum`, which strict mode lists among the
+                    // keywords it takes.
                     typed = true;
                     if let Some(s) = value.as_str() {
                         self.text = self.text.saturating_add(s.len());
                     }
-                    out.insert(key.clone(), value.clone());
+                    self.enum_values = self.enum_values.saturating_add(1);
+                    if !map.contains_key("enum") {
+                        out.insert("enum".into(), Value::Array(vec![value.clone()]));
+                    }
                 }
                 key if KEPT.contains(&key) => {
                     out.insert(key.to_owned(), value.clone());
