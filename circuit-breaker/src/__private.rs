@@ -358,17 +358,72 @@ pub use std::path::PathBuf;
 pub use std::vec::Vec;
 
 /// The arguments of a call by name, decoded: a JSON `null` (or arguments left out) reads as
-/// `{}`, so a tool without parameters, or with only optional ones, takes it.
+/// `{}`, so a tool without parameters, or with only optional ones, takes it. Arguments that
+/// do not decode are tried once more with every property whose value is `null` left out:
+/// OpenAI's strict mode (B18) has a model send `null` for an optional property it means to
+/// leave out, which a property with a default (not an `Option`) does not take.
 ///
 /// # Errors
-/// What the decoder says, for [`Reply::bad_arguments`].
+/// What the decoder says of the arguments as sent, for [`Reply::bad_arguments`].
 #[cfg(feature = "json")]
 pub fn arguments<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, serde_json::Error> {
     let value = match value {
         Value::Null => Value::Object(serde_json::Map::new()),
         value => value,
     };
-    serde_json::from_value(value)
+    if !has_null_property(&value, 0) {
+        // Nothing to leave out: decoded as sent, moved rather than copied.
+        return serde_json::from_value(value);
+    }
+    match T::deserialize(&value) {
+        Ok(decoded) => Ok(decoded),
+        Err(error) => {
+            let mut without_nulls = value;
+            drop_null_properties(&mut without_nulls, 0);
+            T::deserialize(&without_nulls).map_err(|_| error)
+        }
+    }
+}
+
+/// The depth the null checks below go to: as deep as `serde_json` parses.
+#[cfg(feature = "json")]
+const NULL_DEPTH: usize = 128;
+
+/// Whether some object property in `value` is `null`.
+#[cfg(feature = "json")]
+fn has_null_property(value: &Value, depth: usize) -> bool {
+    if depth > NULL_DEPTH {
+        return false;
+    }
+    match value {
+        Value::Object(map) => map
+            .values()
+            .any(|v| v.is_null() || has_null_property(v, depth + 1)),
+        Value::Array(items) => items.iter().any(|v| has_null_property(v, depth + 1)),
+        _ => false,
+    }
+}
+
+/// Leaves out every object property whose value is `null` (never an array's item).
+#[cfg(feature = "json")]
+fn drop_null_properties(value: &mut Value, depth: usize) {
+    if depth > NULL_DEPTH {
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            map.retain(|_, v| !v.is_null());
+            for v in map.values_mut() {
+                drop_null_properties(v, depth + 1);
+            }
+        }
+        Value::Array(items) => {
+            for v in items {
+                drop_null_properties(v, depth + 1);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// The JSON Schema of a tool's arguments, as an object (no `$schema`, no `title`: the tool's

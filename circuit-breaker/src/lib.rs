@@ -94,7 +94,7 @@
 //!
 //! | feature | adds | module |
 //! |---|---|---|
-//! | `json` (default) | tools called by name with JSON arguments and a JSON Schema each (`#[toolbox(json)]`); snapshot files | [`dispatch`] |
+//! | `json` (default) | tools called by name with JSON arguments and a JSON Schema each (`#[toolbox(json)]`), in the shapes of OpenAI, Anthropic and Gemini, with call ids; snapshot files | [`dispatch`] |
 //! | `mcp` | a guarded toolbox as an MCP server, and the tools of MCP servers guarded as a client (rmcp) | [`mcp`] |
 //! | `rig` | guarded tools as rig tools, the offer as rig's per-request tool list | [`rig`] |
 //! | `redis` | a fleet store on Redis: tool health shared by a fleet of workers | [`redis`] |

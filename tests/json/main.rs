@@ -7,6 +7,8 @@
 // compiled once per file here, which costs seconds, not the rewrite of every file.
 #![allow(clippy::duplicate_mod)]
 
+#[path = "b18_model_apis.rs"]
+pub mod b18_model_apis;
 #[path = "b8_dispatch.rs"]
 pub mod b8_dispatch;
 #[path = "b8_rig.rs"]

@@ -415,6 +415,7 @@ fn refusal(reason: SkipReason) -> Refusal {
             asked_for: None,
             why: "circuit OPEN".into(),
             instead: "ask the user".into(),
+            call_id: None,
         },
     )
 }

@@ -80,10 +80,20 @@ async fn b12_a_tools_call_is_one_execute_tool_span_with_the_mcp_attributes() {
         "{span:#?}"
     );
     assert_eq!(field(span, "error.type"), None);
+    // The request's id is the only id the server knows for the call (B18).
+    assert_eq!(
+        field(span, "gen_ai.tool.call.id"),
+        field(span, "jsonrpc.request.id"),
+        "{span:#?}"
+    );
     let unknown = &calls[1];
     assert_eq!(field(unknown, "gen_ai.tool.name"), Some("nope"));
     assert_eq!(field(unknown, "error.type"), Some("unknown_tool"));
     assert_eq!(field(unknown, "mcp.method.name"), Some("tools/call"));
+    assert_eq!(
+        field(unknown, "gen_ai.tool.call.id"),
+        field(unknown, "jsonrpc.request.id")
+    );
 }
 
 #[tokio::test]

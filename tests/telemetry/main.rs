@@ -18,5 +18,7 @@ pub mod b12_spans;
 pub mod b12_telemetry_example;
 #[path = "b12_watch.rs"]
 pub mod b12_watch;
+#[path = "b18_call_ids.rs"]
+pub mod b18_call_ids;
 #[path = "b4_tracing.rs"]
 pub mod b4_tracing;

@@ -250,12 +250,15 @@ impl Engine {
     }
 
     /// Records a failure (R3.3): consecutive failures + 1, last failure kept, budget charged,
-    /// threshold checked, cascades detected (R9).
+    /// threshold checked, cascades detected (R9). The ledger line names the call `call_id`,
+    /// when its caller gave the model's id for it (B18).
+    #[allow(clippy::too_many_arguments)] // the command's facts, each its own, as for `succeed`
     pub(crate) fn fail(
         &mut self,
         tool: ToolId,
         via: Via,
         failure: Failure,
+        call_id: Option<String>,
         step: u64,
         now: Timestamp,
         changes: &mut Changes,
@@ -289,7 +292,7 @@ impl Engine {
                 self.server_up(tool, changes);
             }
         } else if failure.is_server_unreachable() && self.groups.of(tool).is_some() {
-            return self.server_down(tool, &failure, step, now, changes);
+            return self.server_down(tool, &failure, call_id, step, now, changes);
         }
         // A failure matching an OPEN circuit's category may be part of a systemic event:
         // it is held uncharged until that is known (R9.4). Only a CLOSED tool's failure can
@@ -310,9 +313,9 @@ impl Engine {
             // Failures that left the window no longer count against this one (B13).
             self.budget.expire(now, window);
         }
-        let exhausted_now = self
-            .budget
-            .charge(&def.name, failure.clone(), step, now, pending);
+        let exhausted_now =
+            self.budget
+                .charge(&def.name, failure.clone(), step, now, pending, call_id);
         if during_event {
             self.cascade.join(tool, name);
             self.budget.absorb_last();

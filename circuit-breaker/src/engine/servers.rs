@@ -202,6 +202,7 @@ impl Engine {
         &mut self,
         tool: ToolId,
         failure: &Failure,
+        call_id: Option<String>,
         step: u64,
         now: Timestamp,
         changes: &mut Changes,
@@ -224,7 +225,7 @@ impl Engine {
                 ));
         let exhausted_now = self
             .budget
-            .charge(&name, failure.clone(), step, now, pending);
+            .charge(&name, failure.clone(), step, now, pending, call_id);
         if during_event {
             self.cascade.join(tool, &name);
             self.budget.absorb_last();

@@ -55,6 +55,8 @@ impl Engine {
             systemic: false,
             event: true,
             expired: false,
+            // One line for many calls: no one call's id.
+            call_id: None,
         };
         self.budget.fold(&runs, line);
         // The systemic pause takes over from a budget pause: the fold may have refunded it.

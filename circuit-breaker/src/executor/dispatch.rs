@@ -14,6 +14,11 @@
 //! and its degradation, the freshness label, or the refusal text of B7. The note never
 //! invites a retry of a broken tool.
 //!
+//! The definitions, the calls and the replies in the shapes of OpenAI's, Anthropic's and
+//! Gemini's APIs (B18): [`ModelApi`], [`ToolDefinition::to_api`],
+//! [`ToolDispatch::offered_for`], [`ToolCall::from_api`], [`ToolDispatch::dispatch_call`] (the
+//! call with the model's id) and [`Reply::to_message`].
+//!
 //! A model's own mistakes — a tool name that is no tool, arguments that do not parse — are
 //! answered with what is wrong and what is offered ("did you mean"), are never charged to a
 //! tool's breaker or to the failure budget, and are counted on a line of their own in the
@@ -38,6 +43,7 @@ use crate::model::freshness::Freshness;
 use crate::model::route::{RouteKind, RouteTaken};
 use crate::report::clip;
 
+pub use super::model_api::{ModelApi, ToolCall};
 pub use crate::report::ModelMistake;
 
 /// A tool as a model is shown it: its name, what it does, and the JSON Schema of its
@@ -90,6 +96,11 @@ pub struct Reply {
     pub freshness: Freshness,
     /// The asked tool's circuit state after the call (`None` for a name that is no tool).
     pub state: Option<CircuitState>,
+    /// The model's id for the call, when its caller gave one (B18: [`ToolDispatch::dispatch_call`],
+    /// [`with_call_id`](crate::telemetry::with_call_id)): what
+    /// [`to_message`](Self::to_message) answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
 }
 
 impl Reply {
@@ -209,6 +220,7 @@ impl Reply {
                         route: routed.route.map(|r| *r),
                         freshness: routed.freshness,
                         state,
+                        call_id: crate::telemetry::current_call_id_string(),
                     },
                     // The tool answered but its value has no JSON form: said, not hidden.
                     Err(e) => Reply {
@@ -224,6 +236,7 @@ impl Reply {
                         route: routed.route.map(|r| *r),
                         freshness: routed.freshness,
                         state,
+                        call_id: crate::telemetry::current_call_id_string(),
                     },
                 }
             }
@@ -335,6 +348,7 @@ impl Reply {
             route: route.map(|r| *r),
             freshness: Freshness::Fresh,
             state,
+            call_id: crate::telemetry::current_call_id_string(),
         }
     }
 
@@ -349,6 +363,7 @@ impl Reply {
             route: refusal.route(),
             freshness: Freshness::Fresh,
             state,
+            call_id: crate::telemetry::current_call_id_string(),
         }
     }
 
@@ -401,6 +416,7 @@ impl Reply {
             route: None,
             freshness: Freshness::Fresh,
             state,
+            call_id: crate::telemetry::current_call_id_string(),
         }
     }
 
@@ -466,6 +482,39 @@ pub trait ToolDispatch: Send + Sync {
     /// record. A name that is no tool, or arguments that do not parse, are the model's
     /// mistakes: answered, counted, never charged.
     fn dispatch<'a>(&'a self, name: &'a str, arguments: Value) -> ReplyFuture<'a>;
+
+    /// Calls the tool a model asked for, as [`dispatch`](Self::dispatch) does, as the call
+    /// with the model's id (B18): the `execute_tool` span records it as
+    /// `gen_ai.tool.call.id`, the ledger line of a failure and the reply
+    /// ([`Reply::call_id`]) carry it, and [`Reply::to_message`] answers it. The id follows
+    /// the future from thread to thread; an empty id is none.
+    fn dispatch_call(&self, call: ToolCall) -> ReplyFuture<'_> {
+        let ToolCall {
+            id,
+            name,
+            arguments,
+        } = call;
+        let id = crate::telemetry::call_id(&id);
+        Box::pin(async move {
+            // A sync toolbox makes the call in `dispatch` itself, an async one when polled:
+            // the id is set for both.
+            let call = crate::telemetry::in_call(id.clone(), || self.dispatch(&name, arguments));
+            crate::telemetry::WithCallId::new(id, call).await
+        })
+    }
+
+    /// Every tool's definition in `api`'s shape (B18), in capability-map order: see
+    /// [`ToolDefinition::to_api`].
+    fn definitions_for(&self, api: ModelApi) -> Vec<Value> {
+        self.definitions().iter().map(|d| d.to_api(api)).collect()
+    }
+
+    /// The tools a model may call now ([`offered`](Self::offered)) in `api`'s shape (B18):
+    /// the request's tool list as the API takes it. Empty while paused: send no tools then
+    /// (OpenAI rejects an empty list).
+    fn offered_for(&self, api: ModelApi) -> Vec<Value> {
+        self.offered().iter().map(|d| d.to_api(api)).collect()
+    }
 
     /// The definitions of the tools a model may call now: those of
     /// [`Expeditor::offer`](crate::Expeditor::offer), in map order; none while paused.

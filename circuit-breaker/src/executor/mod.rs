@@ -13,6 +13,8 @@ mod deadline;
 #[cfg(feature = "json")]
 pub mod dispatch;
 mod finish;
+#[cfg(feature = "json")]
+mod model_api;
 pub mod outcome;
 mod plan;
 mod refusal;

@@ -100,6 +100,7 @@ pub fn refuse(expeditor: &Expeditor, tool: ToolId, decision: &Decision<'_>) -> R
                 asked_for: None,
                 why: "no decision to refuse".to_owned(),
                 instead: "call it through its ticket.".to_owned(),
+                call_id: crate::telemetry::current_call_id_string(),
             },
         ),
     }

@@ -183,8 +183,18 @@ impl Refusal {
         }
     }
 
-    /// The short text for a language model (B7), which the refusal's `Display` prints.
+    /// The short text for a language model (B7), which the refusal's `Display` prints. A
+    /// refusal read during its call names the call, when its caller gave the model's id for
+    /// it (B18: the JSON dispatcher's reply is made so).
     pub fn note(&self) -> ModelNote {
+        let mut note = self.rendered_note();
+        if note.call_id.is_none() {
+            note.call_id = crate::telemetry::current_call_id_string();
+        }
+        note
+    }
+
+    fn rendered_note(&self) -> ModelNote {
         match &self.0 {
             Said::Decided {
                 expeditor,

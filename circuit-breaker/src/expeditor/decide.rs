@@ -83,10 +83,14 @@ impl<'a> Skip<'a> {
         self.note_for(&self.route())
     }
 
-    /// The note for a language model when `route` is the one taken.
+    /// The note for a language model when `route` is the one taken; it names the call, when
+    /// its caller gave the model's id for it (B18).
     pub fn note_for(&self, route: &Route<'_>) -> ModelNote {
         let engine = self.expeditor.lock();
-        ModelNote::for_route(self.expeditor.view(&engine), self.tool, self.reason, route)
+        let mut note =
+            ModelNote::for_route(self.expeditor.view(&engine), self.tool, self.reason, route);
+        note.call_id = crate::telemetry::current_call_id_string();
+        note
     }
 }
 
@@ -126,15 +130,18 @@ impl Pause<'_> {
         }
     }
 
-    /// The short text for a language model (B7); it names the tool asked for.
+    /// The short text for a language model (B7); it names the tool asked for, and the call,
+    /// when its caller gave the model's id for it (B18).
     pub fn for_model(&self) -> ModelNote {
         let name = self.expeditor.tool_name(self.tool);
-        ModelNote::for_pause(
+        let mut note = ModelNote::for_pause(
             self.reason,
             self.systemic().as_ref(),
             name,
             self.expeditor.pause_lifts_at(),
-        )
+        );
+        note.call_id = crate::telemetry::current_call_id_string();
+        note
     }
 }
 

@@ -22,7 +22,11 @@ impl Expeditor {
             return self.record_caller_mistake(tool, via, crate::engine::MistakeKind::Rejected);
         }
         let now = self.now();
-        self.command(|engine, changes, step| engine.fail(tool, via, failure, step, now, changes))
+        // The model's id for the call, when its caller gave one (B18), for the ledger line.
+        let call_id = crate::telemetry::current_call_id_string();
+        self.command(|engine, changes, step| {
+            engine.fail(tool, via, failure, call_id, step, now, changes)
+        })
     }
 
     #[cold]

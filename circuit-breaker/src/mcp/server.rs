@@ -307,18 +307,29 @@ impl<D: ToolDispatch + 'static> ServerHandler for McpServer<D> {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = Value::Object(request.arguments.unwrap_or_default());
+        // The request's id is the only id the server knows for the call (B18): its span, the
+        // ledger line of its failure and its reply carry it.
+        let request_id = context.id.to_string();
+        let call_id = crate::telemetry::call_id(&request_id);
         // The call's `execute_tool` span, with the MCP attributes on it (B12): the guarded
         // call inside records into it rather than opening a second one.
-        let span = crate::telemetry::execute_tool(&request.name);
+        let span = crate::telemetry::in_call(call_id.clone(), || {
+            crate::telemetry::execute_tool(&request.name)
+        });
         if !span.is_disabled() {
             let protocol = context
                 .peer
                 .peer_info()
                 .map(|info| info.protocol_version.to_string());
-            crate::telemetry::record_mcp(&span, protocol.as_deref(), &context.id.to_string());
+            crate::telemetry::record_mcp(&span, protocol.as_deref(), &request_id);
         }
         let reply = {
-            let call = span.in_scope(|| self.dispatch.dispatch(&request.name, arguments));
+            let call = span.in_scope(|| {
+                crate::telemetry::in_call(call_id.clone(), || {
+                    self.dispatch.dispatch(&request.name, arguments)
+                })
+            });
+            let call = crate::telemetry::WithCallId::new(call_id, call);
             let mut call = pin!(tracing::Instrument::instrument(call, span));
             let mut cancelled = pin!(context.ct.cancelled());
             poll_fn(|cx| match call.as_mut().poll(cx) {

@@ -49,6 +49,11 @@ pub struct LedgerEntry {
     /// counted.
     #[serde(default, skip_serializing_if = "is_false")]
     pub expired: bool,
+    /// The model's id for the call that failed, when its caller gave one (B18:
+    /// `telemetry::with_call_id`, `ToolDispatch::dispatch_call`, an MCP request's id): the
+    /// line can be matched with the model's transcript and the call's span.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
@@ -185,9 +190,9 @@ impl Budget {
         }
     }
 
-    /// Writes a failure down and charges it if budget is left — unless it is `pending`
-    /// (it may belong to a systemic event). Returns whether this charge spent the last of
-    /// the budget.
+    /// Writes a failure down (of the call `call_id`, when known) and charges it if budget is
+    /// left — unless it is `pending` (it may belong to a systemic event). Returns whether this
+    /// charge spent the last of the budget.
     pub(crate) fn charge(
         &mut self,
         tool: &ToolName,
@@ -195,6 +200,7 @@ impl Budget {
         step: u64,
         at: Timestamp,
         pending: bool,
+        call_id: Option<String>,
     ) -> bool {
         let charged = !pending && self.take_one();
         self.write(LedgerEntry {
@@ -207,6 +213,7 @@ impl Budget {
             systemic: false,
             event: false,
             expired: false,
+            call_id,
         });
         charged && self.consumed == self.limit
     }

@@ -159,7 +159,9 @@ impl EngineDriver {
         step: u64,
         now: Timestamp,
     ) -> Recorded {
-        self.command(|engine, changes| engine.fail(tool, via(probe), failure, step, now, changes))
+        self.command(|engine, changes| {
+            engine.fail(tool, via(probe), failure, None, step, now, changes)
+        })
     }
 
     /// Gives the call back unused, as `Ticket::cancel`: a probe frees the half-open slot; a

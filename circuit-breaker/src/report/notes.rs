@@ -25,6 +25,11 @@ pub struct ModelNote {
     pub why: String,
     /// What to do instead.
     pub instead: String,
+    /// The model's id for the call this note answers, when its caller gave one (B18): a
+    /// refusal made inside `telemetry::with_call_id` or `ToolDispatch::dispatch_call`. Not in
+    /// the text: the model's API matches the answer to its call by this id already.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
 }
 
 impl ModelNote {
@@ -107,6 +112,7 @@ impl ModelNote {
             asked_for: None,
             why,
             instead,
+            call_id: None,
         }
     }
 
@@ -177,6 +183,7 @@ impl ModelNote {
             asked_for: asked_for.map(str::to_owned),
             why,
             instead,
+            call_id: None,
         }
     }
 }

@@ -13,7 +13,7 @@
 //! | `gen_ai.operation.name` | `execute_tool` |
 //! | `gen_ai.tool.name` | the tool asked for (also when an alternative answered) |
 //! | `gen_ai.tool.type` | `function` (a toolbox's tool), `extension` (an MCP server's tool) |
-//! | `gen_ai.tool.call.id` | recorded by whoever knows it (an outer span, below) |
+//! | `gen_ai.tool.call.id` | the model's id for the call, when its caller gave one ([`with_call_id`], `ToolDispatch::dispatch_call`, an MCP request's id), or recorded on an outer span (below) |
 //! | `error.type` | [`ErrorType`]: unset when the call answered |
 //! | `otel.status_code`, `otel.status_description` | `error` and the message, when it did not |
 //! | `circuit_breaker.state` | the breaker's state after a failed or refused call |
@@ -32,8 +32,9 @@
 //! with `circuit_breaker.event = "opened"`; a probe is `half_opened`). Their fields are
 //! namespaced `circuit_breaker.*`.
 //!
-//! An outer layer that knows more about the call — an MCP server, your own model loop with a
-//! tool-call id — opens the span first with [`execute_tool`] and runs the guarded call inside
+//! The model's id for a call is given with [`with_call_id`] (B18): the call's span records it,
+//! and so do the ledger line of its failure and the reply. An outer layer that knows more about
+//! the call — an MCP server, your own model loop — opens the span first with [`execute_tool`] and runs the guarded call inside
 //! it; the call then records into that span instead of opening a second one:
 //!
 //! ```
@@ -63,8 +64,14 @@ use crate::model::breaker::CircuitState;
 use crate::model::failure::FailureCategory;
 use crate::model::route::RouteKind;
 
+mod call_id;
 mod events;
 mod span;
+
+pub use call_id::{MAX_CALL_ID, with_call_id};
+#[cfg(feature = "json")]
+pub(crate) use call_id::{WithCallId, call_id, in_call};
+pub(crate) use call_id::{current_call_id, current_call_id_string};
 
 #[cfg(feature = "json")]
 pub(crate) use events::mistake;

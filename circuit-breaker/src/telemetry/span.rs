@@ -55,6 +55,9 @@ thread_local! {
 /// it; nothing breaks, the call opens its own.
 pub fn execute_tool(tool: &str) -> Span {
     let span = execute_tool_span!(tool, "function");
+    if let Some(id) = super::current_call_id() {
+        span.record("gen_ai.tool.call.id", &*id);
+    }
     offer(&span);
     span
 }
@@ -81,13 +84,20 @@ pub(crate) fn call_span(tool: &str, tool_type: &'static str) -> Span {
 #[inline(never)]
 fn open(tool: &str, tool_type: &'static str) -> (Span, bool) {
     let offered = OFFERED.with(|offered| offered.replace(0));
+    let mut opened = None;
     if offered != 0 {
         let current = Span::current();
         if current.id().is_some_and(|id| id.into_u64() == offered) {
-            return (current, true);
+            opened = Some((current, true));
         }
     }
-    (execute_tool_span!(tool, tool_type), false)
+    let (span, outer) = opened.unwrap_or_else(|| (execute_tool_span!(tool, tool_type), false));
+    // The model's id for the call, when its caller gave one (B18); an outer span's own
+    // record stands when none was given.
+    if let Some(id) = super::current_call_id() {
+        span.record("gen_ai.tool.call.id", &*id);
+    }
+    (span, outer)
 }
 
 /// Whether a subscriber may want our spans or events: the level filter, then the cached

@@ -208,6 +208,7 @@ impl Inner {
                     route: None,
                     freshness: Freshness::Fresh,
                     state: expeditor.state(entry.id),
+                    call_id: crate::telemetry::current_call_id_string(),
                 }
             }
         }
@@ -267,6 +268,7 @@ impl Inner {
                         "tell the user that the MCP server {} is down and what {name} was needed for.",
                         server.name
                     ),
+                    call_id: crate::telemetry::current_call_id_string(),
                 },
             ),
         };
