@@ -17,8 +17,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use agent_circuit_breaker::PauseReason;
-use agent_circuit_breaker::dispatch::{Reply, ReplyOutcome, ToolDefinition, ToolDispatch};
+use agent_circuit_breaker::dispatch::{ModelApi, Reply, ReplyOutcome, ToolCall, ToolDispatch};
 use agent_circuit_breaker::mcp::McpClient;
+
+/// The API the endpoint speaks.
+const API: ModelApi = ModelApi::OpenAiChat;
 
 /// Rounds of tool calls one goal may take before it is given up.
 pub const ROUNDS: usize = 6;
@@ -94,8 +97,12 @@ async fn work_goal(
     for _ in 0..ROUNDS {
         tools.expeditor().advance_step();
         tools.check().await;
-        let offered = tools.offered();
-        let names: Vec<&str> = offered.iter().map(|d| d.name.as_str()).collect();
+        // This turn's offer, as chat-completions tools (strict where the schema allows).
+        let offered = tools.offered_for(API);
+        let names: Vec<&str> = offered
+            .iter()
+            .filter_map(|t| t.pointer("/function/name").and_then(Value::as_str))
+            .collect();
         let message = complete(endpoint, messages, &offered).await?;
         let calls = message
             .get("tool_calls")
@@ -120,24 +127,22 @@ async fn work_goal(
                 ),
             });
         }
-        for call in &calls {
-            let id = call.get("id").and_then(Value::as_str).unwrap_or_default();
-            let function = call.get("function").unwrap_or(&Value::Null);
-            let name = function
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let raw = function
-                .get("arguments")
-                .and_then(Value::as_str)
-                .unwrap_or("{}");
-            println!("  offered: {}\n  model → {name} {raw}", names.join(", "));
-            // Arguments that are not JSON are the model's mistake: said to it, never sent to
-            // a tool, never charged.
-            let reply = match serde_json::from_str::<Value>(raw) {
-                Ok(arguments) => tools.call(name, arguments).await,
-                Err(e) => Reply::bad_arguments(tools.expeditor(), name, &e),
+        for raw in &calls {
+            let Some(call) = ToolCall::from_api(API, raw) else {
+                continue;
             };
+            let shown = match &call.arguments {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            println!(
+                "  offered: {}\n  model → {} {shown}",
+                names.join(", "),
+                call.name
+            );
+            // Arguments that are not JSON came as a string: the dispatcher answers them as
+            // the model's mistake, never sent to a tool, never charged.
+            let reply = tools.dispatch_call(call).await;
             count(tally, &reply);
             let mark = if reply.is_error() { "✗" } else { "✓" };
             for (i, line) in reply
@@ -150,7 +155,8 @@ async fn work_goal(
                 let line: String = line.chars().take(110).collect();
                 println!("  {} {line}", if i == 0 { mark } else { " " });
             }
-            messages.push(json!({"role": "tool", "tool_call_id": id, "content": reply.text()}));
+            // Our reply, as the tool result under the id the model gave.
+            messages.push(reply.to_message(API));
         }
         if let Some(pause) = tools.expeditor().paused() {
             return Ok(GoalOutcome::NotReached(paused(pause)));
@@ -192,31 +198,16 @@ fn assistant(message: &Value, calls: &[Value]) -> Value {
     kept
 }
 
-/// The offer as chat-completions tools.
-fn chat_tools(offered: &[ToolDefinition]) -> Vec<Value> {
-    offered
-        .iter()
-        .map(|d| {
-            json!({"type": "function", "function": {
-                "name": d.name,
-                "description": d.description,
-                "parameters": Value::Object(d.input_schema.clone()),
-            }})
-        })
-        .collect()
-}
-
 /// One turn of the model: the conversation and the offer in, its message out.
 async fn complete(
     endpoint: &Endpoint,
     messages: &[Value],
-    offered: &[ToolDefinition],
+    tools: &[Value],
 ) -> Result<Value, String> {
     let url = format!("{}/chat/completions", endpoint.url.trim_end_matches('/'));
     let mut body = json!({"model": endpoint.model, "messages": messages});
-    let tools = chat_tools(offered);
     if !tools.is_empty() {
-        body["tools"] = Value::Array(tools);
+        body["tools"] = Value::Array(tools.to_vec());
     }
     let key = endpoint.key.clone();
     let answer = tokio::task::spawn_blocking(move || -> Result<Value, String> {
