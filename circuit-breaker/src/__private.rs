@@ -13,7 +13,7 @@ pub use crate::failure::{Classify, Failure};
 pub use crate::freshness::{Dated, FreshnessProfile, StaleCache, digest};
 pub use crate::model::precheck::Availability;
 pub use crate::policy::{Policy, ProbeUnit};
-pub use crate::toolbox::{ToolSet, UnknownTool};
+pub use crate::toolbox::{JsonToolbox, ToolSet, UnknownTool};
 pub use core;
 pub use core::option::Option::{None, Some};
 pub use core::result::Result::{Err, Ok};
@@ -594,6 +594,20 @@ pub fn json_reply<T: JsonValue, E: JsonError>(
         Err(CallError::Refused(refusal)) => Err(CallError::Refused(refusal)),
     };
     Reply::from_call_of(expeditor, Some(id.into()), tool, result)
+}
+
+/// The reply to an async guarded call made by the dispatcher: [`json_reply`] once `call` has
+/// ended. A function of its own, called with `T` and `E` named from the tool's return type,
+/// so that what the call answers is checked there rather than at an `.await` of the generated
+/// code (one error for a tool that returns no `Result`, not two).
+#[cfg(feature = "json")]
+pub async fn json_reply_to<T, E, F>(expeditor: &Expeditor, id: ToolId, tool: &str, call: F) -> Reply
+where
+    T: JsonValue,
+    E: JsonError,
+    F: std::future::Future<Output = Result<Routed<T>, CallError<E>>>,
+{
+    json_reply(expeditor, id, tool, call.await)
 }
 
 /// A reply already made, as the boxed future `dispatch` returns (a sync tool).

@@ -102,8 +102,18 @@
 //! | `otel` | OpenTelemetry metrics, read from the `execute_tool` spans and the expeditors | [`otel`] |
 //!
 //! A parameter of a `#[toolbox(json)]` tool whose type is your own needs serde's
-//! `Deserialize` and schemars' `JsonSchema`:
-//! `#[derive(serde::Deserialize, schemars::JsonSchema)] struct Query { text: String }`.
+//! `Deserialize` and schemars' `JsonSchema`. schemars needs no dependency of your own: bring
+//! the runtime's into scope with `use agent_circuit_breaker::schemars;` and derive
+//! `schemars::JsonSchema` as usual (the derive finds `schemars` where it is written):
+//!
+//! ```
+//! use agent_circuit_breaker::schemars;
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Query {
+//!     text: String,
+//! }
+//! ```
 //!
 //! # Further reading
 //!
@@ -183,6 +193,19 @@ pub mod rig;
 
 // The names most code writes, at the root (the crate documentation above lists them).
 pub use agent_circuit_breaker_macros::{tool, toolbox};
+
+// The schemars this crate builds JSON Schemas with, so that the argument types of
+// `#[toolbox(json)]` tools derive `JsonSchema` with no dependency of their own (`use
+// agent_circuit_breaker::schemars;`, then `#[derive(schemars::JsonSchema)]`; the crate docs
+// above say so). A hidden module rather than a `pub use` of the crate: through a visible path,
+// rustc would name serde_json's types in compile errors by schemars' internal module
+// (`agent_circuit_breaker::schemars::_private::serde_json::..`).
+#[cfg(feature = "json")]
+#[doc(hidden)]
+pub mod schemars {
+    //! schemars 1, re-exported for the argument types of `#[toolbox(json)]` tools.
+    pub use ::schemars::*;
+}
 
 #[doc(no_inline)]
 pub use capability::{AlternativeSpec, CapabilityMap, Degradation, ServerSpec, ToolSpec};

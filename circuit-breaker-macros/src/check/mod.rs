@@ -16,7 +16,8 @@ use syn::Ident;
 use crate::parse::Toolbox;
 
 pub use model::{
-    Checked, CheckedTool, JsonParam, MethodRef, Owned, Pass, Policy, Precheck, Resolved,
+    AdapterTypes, Checked, CheckedTool, JsonParam, MethodRef, Owned, Pass, Policy, Precheck,
+    Resolved,
 };
 
 /// Runs every check; mistakes go to `errors`. Returns the checked model only when this phase

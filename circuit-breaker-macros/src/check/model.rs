@@ -130,6 +130,19 @@ pub struct MethodRef {
     pub ident: Ident,
     pub receiver: Receiver,
     pub is_async: bool,
+    /// For an adapter whose types and its tool's can be written in the generated code: the
+    /// adapter's, which the generated call compares with the tool's.
+    pub types: Option<AdapterTypes>,
+}
+
+/// An adapter's declared types, and the signature it should have, for the message when they
+/// are not its tool's.
+#[derive(Clone)]
+pub struct AdapterTypes {
+    pub params: Vec<Type>,
+    pub output: Type,
+    /// `fn grep_with_rg(&self, pattern: &str) -> io::Result<Vec<String>>`.
+    pub expected: String,
 }
 
 /// A pre-call check to run: the tool whose availability it reports, and the method.

@@ -6,8 +6,8 @@ use darling::Error;
 use darling::error::Accumulator;
 use syn::Ident;
 
-use super::model::{MethodRef, Precheck, Resolved};
-use crate::parse::{Method, Receiver, Tool, Toolbox, unraw};
+use super::model::{AdapterTypes, MethodRef, Precheck, Resolved};
+use crate::parse::{Method, Receiver, Tool, Toolbox, nameable, type_text, unraw};
 use crate::suggest::suggest;
 
 /// The alternatives of the tool at `index`, resolved to tools in the declared order; one that
@@ -181,6 +181,7 @@ pub fn check_precheck(
         ident: ident.clone(),
         receiver: receiver?,
         is_async: check.is_async,
+        types: None,
     })
 }
 
@@ -307,9 +308,50 @@ fn check_adapter(
         );
         return None;
     }
+    let receiver = receiver?;
     Some(MethodRef {
         ident: via.clone(),
-        receiver: receiver?,
+        receiver,
         is_async: adapter.is_async,
+        types: adapter_types(tool, adapter, receiver),
+    })
+}
+
+/// The adapter's types, to be compared with its tool's by the generated call, when both can
+/// be written there; with the signature the adapter should have, in the user's spelling.
+fn adapter_types(tool: &Tool, adapter: &Method, receiver: Receiver) -> Option<AdapterTypes> {
+    let types = adapter.types.as_ref()?;
+    let sig = &tool.sig;
+    if !sig.params.iter().all(|p| nameable(&p.ty)) || !nameable(&sig.output) {
+        return None;
+    }
+    let receiver = match receiver {
+        Receiver::Ref => Some("&self".to_owned()),
+        Receiver::Mut => Some("&mut self".to_owned()),
+        Receiver::None => None,
+    };
+    let params = sig.params.iter().map(|p| {
+        let name = unraw(&p.name);
+        let name = if name.starts_with("__cb_arg") {
+            "_".to_owned()
+        } else {
+            name
+        };
+        format!("{name}: {}", type_text(&p.ty))
+    });
+    let asyncness = if adapter.is_async { "async " } else { "" };
+    Some(AdapterTypes {
+        params: types.params.clone(),
+        output: types.output.clone(),
+        expected: format!(
+            "{asyncness}fn {}({}) -> {}",
+            adapter.ident,
+            receiver
+                .into_iter()
+                .chain(params)
+                .collect::<Vec<_>>()
+                .join(", "),
+            type_text(&sig.output)
+        ),
     })
 }

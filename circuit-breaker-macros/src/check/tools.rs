@@ -65,7 +65,8 @@ fn required_texts(tool: &Tool, errors: &mut Accumulator) -> Option<(String, Stri
             &tool.args().fallback,
             "fallback",
             format!(
-                "tool `{name}` has no `fallback`: every tool needs a manual fallback for when it and its alternatives are unavailable, e.g. `fallback = \"ask the user which files to examine\"`"
+                "tool `{name}` has no `fallback`: every tool needs a manual fallback for when it and its alternatives are unavailable, e.g. `fallback = \"{}\"`",
+                fallback_example(tool)
             ),
         ),
     ];
@@ -89,6 +90,20 @@ fn required_texts(tool: &Tool, errors: &mut Accumulator) -> Option<(String, Stri
     match <[_; 2]>::try_from(texts) {
         Ok([("provides", provides), ("fallback", fallback)]) => Some((provides, fallback)),
         _ => None,
+    }
+}
+
+/// An example of a fallback for `tool`, from what it provides (or its name): the same example
+/// for every tool would read as the answer to copy.
+fn fallback_example(tool: &Tool) -> String {
+    match tool.args().provides.as_deref().map(|p| p.trim()) {
+        Some(provides) if !provides.is_empty() => {
+            format!(
+                "ask the user to do the {} by hand",
+                provides.replace('"', "'")
+            )
+        }
+        _ => format!("ask the user to do what {} does by hand", tool.name),
     }
 }
 

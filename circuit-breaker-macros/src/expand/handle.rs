@@ -8,6 +8,7 @@ use syn::Ident;
 
 use super::Generated;
 use super::runtime::{PRIVATE, module};
+use super::span::{kept, over};
 use crate::check::{Checked, CheckedTool};
 use crate::parse::unraw;
 
@@ -24,7 +25,14 @@ pub fn definition(checked: &Checked<'_>, generated: &Generated) -> TokenStream {
     let stale_fields = stale_tools(checked).map(|t| {
         let field = stale_field(t);
         let output = &t.tool.sig.output;
-        quote!(#field: #krate::#module::StaleCache<<#output as #krate::#module::ToolResult>::Ok>,)
+        let kept = kept(output);
+        // Over the return type, as every use of `ToolResult` (see `method`): a tool that
+        // returns no `Result` is one error there.
+        let field = over(
+            output,
+            quote!(#field: #krate::#module::StaleCache<<#kept as #krate::#module::ToolResult>::Ok>),
+        );
+        quote!(#field,)
     });
     let handle_doc = format!(
         " [`{}`] with a circuit breaker on every tool: each method asks the expeditor \
@@ -54,6 +62,12 @@ pub fn inherent_impl(checked: &Checked<'_>, generated: &Generated) -> TokenStrea
         .tools
         .iter()
         .map(|tool| super::method::handle_method(checked, tool, enum_ident));
+    // Taking the handle apart drops its stale caches, whose types name `ToolResult`: spanned
+    // over a `serve_stale` tool's return type, as the caches are (see `definition`).
+    let by_value = match stale_tools(checked).next() {
+        Some(tool) => over(&tool.tool.sig.output, quote!(self)),
+        None => quote!(self),
+    };
     quote! {
         #[allow(private_interfaces)]
         impl #impl_generics #handle_ident #ty_generics #where_clause {
@@ -75,7 +89,7 @@ pub fn inherent_impl(checked: &Checked<'_>, generated: &Generated) -> TokenStrea
             }
 
             /// The toolbox and its expeditor, apart.
-            pub fn into_parts(self) -> (#self_ty, #PRIVATE::Expeditor) {
+            pub fn into_parts(#by_value) -> (#self_ty, #PRIVATE::Expeditor) {
                 (self.toolbox, self.expeditor)
             }
 
@@ -103,14 +117,25 @@ fn constructors(checked: &Checked<'_>, enum_ident: &Ident) -> TokenStream {
             );
         })
     });
+    // The handle by value holds its stale caches, whose types name `ToolResult`: over a
+    // `serve_stale` tool's return type, as the caches are (see `definition`).
+    let returned = match stale_tools(checked).next() {
+        Some(tool) => over(&tool.tool.sig.output, quote!(Self)),
+        None => quote!(Self),
+    };
     let stale_inits = stale_tools(checked).map(|t| {
         let field = stale_field(t);
-        quote!(#field: #PRIVATE::core::default::Default::default(),)
+        // Over the return type, as the field's type (see `definition`).
+        let init = over(
+            &t.tool.sig.output,
+            quote!(#field: #PRIVATE::core::default::Default::default()),
+        );
+        quote!(#init,)
     });
     quote! {
         /// Wraps the toolbox with a fresh expeditor: the declared policy, every tool
         /// CLOSED, the system clock.
-        pub fn new(toolbox: #self_ty) -> Self {
+        pub fn new(toolbox: #self_ty) -> #returned {
             Self::with_expeditor(toolbox, |builder| builder)
         }
 

@@ -8,6 +8,7 @@ use syn::{GenericArgument, Ident, PathArguments, Type};
 
 use super::Generated;
 use super::runtime::{PRIVATE, private_path};
+use super::span::{kept, over};
 use crate::check::{Checked, CheckedTool, Owned, Pass};
 
 /// What a `json` toolbox adds inside the generated `const` block, through the runtime's
@@ -68,6 +69,58 @@ pub fn json_dispatch(checked: &Checked<'_>, generated: &Generated) -> TokenStrea
             #call
         }
     } }
+}
+
+/// What a toolbox without `json` adds to its handle: hidden `call`, `definitions` and
+/// `dispatch` bound by `JsonToolbox`, which no type implements. Calling one is then an error
+/// at the call that says to add `json` (the trait's `on_unimplemented`), where without them
+/// rustc finds no method and offers `Fn::call`. A tool of the same name keeps its own method.
+pub fn json_hint(checked: &Checked<'_>, generated: &Generated) -> TokenStream {
+    let handle_ident = &generated.handle;
+    let (impl_generics, ty_generics, where_clause) = checked.toolbox.item.generics.split_for_impl();
+    let taken: Vec<String> = checked
+        .tools
+        .iter()
+        .map(|t| t.tool.ident.to_string())
+        .collect();
+    let missing = quote!(<Self as #PRIVATE::JsonToolbox<'__cb>>::Missing);
+    let body = quote!(#PRIVATE::JsonToolbox::missing(self));
+    let methods = [
+        (
+            "call",
+            quote! {
+                pub fn call<'__cb, __CbName, __CbArguments>(&'__cb self, _name: __CbName, _arguments: __CbArguments) -> #missing
+                where Self: #PRIVATE::JsonToolbox<'__cb> { #body }
+            },
+        ),
+        (
+            "definitions",
+            quote! {
+                pub fn definitions<'__cb>(&'__cb self) -> #missing
+                where Self: #PRIVATE::JsonToolbox<'__cb> { #body }
+            },
+        ),
+        (
+            "dispatch",
+            quote! {
+                pub fn dispatch<'__cb, __CbName, __CbArguments>(&'__cb self, _name: __CbName, _arguments: __CbArguments) -> #missing
+                where Self: #PRIVATE::JsonToolbox<'__cb> { #body }
+            },
+        ),
+    ];
+    let methods = methods
+        .into_iter()
+        .filter(|(name, _)| !taken.iter().any(|t| t == name))
+        .map(|(_, method)| method);
+    quote! {
+        #[allow(clippy::needless_pass_by_value, clippy::unused_self, clippy::must_use_candidate)]
+        impl #impl_generics #handle_ident #ty_generics #where_clause {
+            #(
+                #[doc(hidden)]
+                #methods
+            )*
+        }
+    }
 }
 
 /// The struct a tool's arguments are decoded into.
@@ -161,7 +214,12 @@ fn arm(tool: &CheckedTool<'_>, enum_ident: &Ident, wrap: &TokenStream) -> TokenS
     } else {
         quote!(__cb_args)
     };
-    let call = quote!(Self::#ident(self, #(#args),*));
+    // Over the return type, as every other use of `ToolResult`: a tool that returns no
+    // `Result` is one error there, not one more at the dispatcher's call.
+    let call = over(
+        &tool.tool.sig.output,
+        quote!(Self::#ident(self, #(#args),*)),
+    );
     let answer = answer(tool, enum_ident, &call, wrap);
     quote! {
         #name => {
@@ -186,19 +244,31 @@ fn answer(
 ) -> TokenStream {
     // Said at the tool's return type: a value that does not serialize (an error that does
     // not display).
-    let output_span = syn::spanned::Spanned::span(&tool.tool.sig.output);
+    let output = &tool.tool.sig.output;
     let variant = &tool.variant;
-    let private = PRIVATE.at(output_span);
-    let reply = quote_spanned!(output_span=> #private::json_reply(&self.expeditor, #enum_ident::#variant, name, __cb_result));
+    // The value and error types named from the return type, as the handle's method names
+    // them: a return type that is no `Result` is then the same error as there, reported once.
+    let kept = kept(output);
+    let [value, error] = [quote!(Ok), quote!(Err)].map(|part| {
+        let ty = over(output, quote!(<#kept as #PRIVATE::ToolResult>::#part));
+        proc_macro2::Group::new(proc_macro2::Delimiter::None, ty)
+    });
+    let types = quote!(#value, #error);
     if tool.tool.sig.is_async() {
-        // A future that is not `Send` is reported at the tool's name.
+        // A future that is not `Send` is reported at the tool's name; what it answers, over
+        // the return type (by `json_reply_to`'s bounds, not at an `.await` here).
         let span = tool.tool.ident.span();
         let private = PRIVATE.at(span);
-        quote_spanned!(span=> #private::boxed(async move {
-            let __cb_result = #call.await;
-            #reply
-        }))
+        let reply = over(
+            output,
+            quote!(#PRIVATE::json_reply_to::<#types, _>(&self.expeditor, #PRIVATE::ToolId::from(#enum_ident::#variant), name, #call)),
+        );
+        quote_spanned!(span=> #private::boxed(async move { #reply.await }))
     } else {
+        let reply = over(
+            output,
+            quote!(#PRIVATE::json_reply::<#types>(&self.expeditor, #enum_ident::#variant, name, __cb_result)),
+        );
         quote! {{
             let __cb_result = #call;
             #wrap(#reply)

@@ -6,8 +6,10 @@ use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::Ident;
 
+use super::adapter::{self, Signature};
 use super::handle::stale_field;
 use super::runtime::{PRIVATE, RUNTIME};
+use super::span::{kept, over};
 use crate::check::{Checked, CheckedTool, MethodRef};
 use crate::parse::Receiver;
 
@@ -33,11 +35,11 @@ pub fn handle_method(
         " Guarded `{}`: asks the expeditor first; see [the handle](Self).",
         tool.tool.name
     );
-    let output = &sig.output;
-    // Spanned at the user's return type, all of it: a tool that does not return a `Result` is
-    // reported there, once, as the call of `ToolResult::into_result` in the body reports it.
-    let runtime = RUNTIME.at(method.output_span);
-    let returns = quote_spanned!(method.output_span=> #runtime::outcome::Outcome<#output>);
+    // Over the user's return type, all of it, as every use of `ToolResult` in the expansion:
+    // a tool that does not return a `Result` is reported there, once (rustc emits the same
+    // diagnostic once, however many places raise it).
+    let output = kept(&sig.output);
+    let returns = over(&sig.output, quote!(#RUNTIME::outcome::Outcome<#output>));
     let body = method.body();
     quote! {
         #(#docs)*
@@ -65,10 +67,6 @@ struct Method<'c, 'a> {
     enum_ident: &'c Ident,
     /// The parameters' names, as the handle method passes them on.
     args: Vec<&'c Ident>,
-    /// The span of the tool's return type: everything that needs `ToolResult` carries it, so
-    /// a tool that does not return a `Result` (or an adapter returning another type) is one
-    /// error at that type.
-    output_span: Span,
 }
 
 impl<'c, 'a> Method<'c, 'a> {
@@ -78,7 +76,6 @@ impl<'c, 'a> Method<'c, 'a> {
             tool,
             enum_ident,
             args: tool.tool.arg_names().collect(),
-            output_span: syn::spanned::Spanned::span(&tool.tool.sig.output),
         }
     }
 
@@ -160,28 +157,43 @@ impl<'c, 'a> Method<'c, 'a> {
         };
         let value_ty = self.value_ty();
         let dated = dated();
+        // Its type names `ToolResult`: over the return type, as all its uses.
+        let freshen = over(
+            &self.tool.tool.sig.output,
+            quote! {
+                #PRIVATE::Freshen {
+                    tool: #PRIVATE::ToolId::from(#enum_ident::#variant),
+                    args: #args_field,
+                    digest: #digest,
+                    dated: #dated,
+                }
+            },
+        );
+        let ty = over(
+            &self.tool.tool.sig.output,
+            quote!(#PRIVATE::Freshen<#value_ty>),
+        );
         quote! {
-            let __cb_freshen: #PRIVATE::Freshen<#value_ty> = #PRIVATE::Freshen {
-                tool: #PRIVATE::ToolId::from(#enum_ident::#variant),
-                args: #args_field,
-                digest: #digest,
-                dated: #dated,
-            };
+            let __cb_freshen: #ty = #freshen;
         }
     }
 
-    /// The tool's success type, spanned at its return type.
+    /// The tool's success type, spanned over its return type.
     fn value_ty(&self) -> TokenStream {
         let output = &self.tool.tool.sig.output;
-        let private = PRIVATE.at(self.output_span);
-        quote_spanned!(self.output_span=> <#output as #private::ToolResult>::Ok)
+        let kept = kept(output);
+        over(output, quote!(<#kept as #PRIVATE::ToolResult>::Ok))
     }
 
-    /// `call` (a tool's or an adapter's answer) as a plain `Result`.
+    /// `call` (a tool's or an adapter's answer) as a plain `Result`, spanned over the tool's
+    /// return type.
     fn as_result(&self, call: &TokenStream) -> TokenStream {
         let output = &self.tool.tool.sig.output;
-        let private = PRIVATE.at(self.output_span);
-        quote_spanned!(self.output_span=> <#output as #private::ToolResult>::into_result(#call))
+        let kept = kept(output);
+        over(
+            output,
+            quote!(<#kept as #PRIVATE::ToolResult>::into_result(#call)),
+        )
     }
 
     /// How one call ends: recorded, labelled, kept.
@@ -200,9 +212,16 @@ impl<'c, 'a> Method<'c, 'a> {
         };
         if self.tool.serve_stale {
             let stale_field = stale_field(self.tool);
+            // The cache's type names `ToolResult`: over the return type, as all its uses.
+            let output = &self.tool.tool.sig.output;
+            let cache = over(output, quote!(&self.#stale_field));
+            let keep = over(
+                output,
+                quote!(#PRIVATE::keep_last_good(#cache, __cb_args, &self.expeditor, &__cb_outcome)),
+            );
             quote!({
                 let __cb_outcome = #finished;
-                #PRIVATE::keep_last_good(&self.#stale_field, __cb_args, &self.expeditor, &__cb_outcome);
+                #keep;
                 __cb_outcome
             })
         } else {
@@ -215,7 +234,12 @@ impl<'c, 'a> Method<'c, 'a> {
     fn refuse(&self) -> TokenStream {
         if self.tool.serve_stale {
             let stale_field = stale_field(self.tool);
-            quote!(#PRIVATE::serve_stale(__cb_refusal, &self.#stale_field, __cb_args))
+            let output = &self.tool.tool.sig.output;
+            let cache = over(output, quote!(&self.#stale_field));
+            over(
+                output,
+                quote!(#PRIVATE::serve_stale(__cb_refusal, #cache, __cb_args)),
+            )
         } else {
             quote!({
                 #PRIVATE::trace_refusal(&__cb_refusal);
@@ -236,17 +260,23 @@ impl<'c, 'a> Method<'c, 'a> {
         is_async: bool,
         timeout: Option<u64>,
         route: &TokenStream,
+        adapter: Option<&Signature>,
     ) -> TokenStream {
         let ticket = quote!(__cb_ticket);
+        // An adapter's answer, as its tool's (see `adapter`).
+        let answer = |answer: TokenStream| match adapter {
+            Some(signature) => self.as_result(&signature.output(&answer)),
+            None => self.as_result(&answer),
+        };
         let Some(millis) = timeout else {
             let awaited = if is_async {
                 quote!(#call.await)
             } else {
                 call.clone()
             };
-            return self.finish(&ticket, route, &self.as_result(&awaited));
+            return self.finish(&ticket, route, &answer(awaited));
         };
-        let done = self.finish(&ticket, route, &self.as_result(&quote!(__cb_output)));
+        let done = self.finish(&ticket, route, &answer(quote!(__cb_output)));
         let late = quote!(#PRIVATE::timed_out(#ticket, #route, __cb_deadline));
         if is_async {
             quote!({
@@ -281,7 +311,7 @@ impl<'c, 'a> Method<'c, 'a> {
             false,
             Span::call_site(),
         );
-        self.called(&call, sig.is_async(), self.tool.timeout, route)
+        self.called(&call, sig.is_async(), self.tool.timeout, route, None)
     }
 
     /// A tool without adapters: the decision matched here, as a hand-written caller of the
@@ -303,6 +333,32 @@ impl<'c, 'a> Method<'c, 'a> {
         }
     }
 
+    /// One adapter's call, recorded against its alternative with the route, timed by the
+    /// alternative's deadline; its types checked against the tool's where they can be written.
+    fn adapted(&self, via: &MethodRef, timeout: Option<u64>) -> TokenStream {
+        let route = quote!(#PRIVATE::Some(__cb_route));
+        let span = via.ident.span();
+        let Some(signature) = adapter::signature(self.tool, via) else {
+            let call = call(
+                self.checked,
+                via.receiver,
+                &via.ident,
+                &self.args,
+                false,
+                span,
+            );
+            return self.called(&call, via.is_async, timeout, &route, None);
+        };
+        let temporaries = signature.temporaries(self.args.len());
+        let arguments = signature.arguments(&self.args, &temporaries);
+        let passed: Vec<&Ident> = temporaries.iter().collect();
+        let call = call(self.checked, via.receiver, &via.ident, &passed, false, span);
+        let call = quote!({ #arguments #call });
+        let done = self.called(&call, via.is_async, timeout, &route, Some(&signature));
+        let items = &signature.items;
+        quote!({ #items #done })
+    }
+
     /// A tool with adapters: the runtime plans the call (the tool, an adapter through an
     /// alternative, or a refusal), and each adapter's call is recorded against its
     /// alternative, timed by that alternative's deadline.
@@ -315,10 +371,8 @@ impl<'c, 'a> Method<'c, 'a> {
         });
         let last = adapters.len() - 1;
         let arms = adapters.iter().enumerate().map(|(i, (via, target))| {
-            let call = call(self.checked, via.receiver, &via.ident, &self.args, false, via.ident.span());
             let pattern = if i == last { quote!(..) } else { quote!(index: #i, ..) };
-            let timeout = self.checked.tools[*target].timeout;
-            let done = self.called(&call, via.is_async, timeout, &quote!(#PRIVATE::Some(__cb_route)));
+            let done = self.adapted(via, self.checked.tools[*target].timeout);
             quote! {
                 #PRIVATE::Plan::Adapter { ticket: __cb_ticket, route: __cb_route, #pattern } => #done,
             }

@@ -4,12 +4,14 @@
 //! method up or leaves a tool out. Generated code names everything through one alias (see
 //! `runtime`). [`toolbox`] runs the phases in order; on a mistake, `fallback` is emitted.
 
+mod adapter;
 mod fallback;
 mod handle;
 mod json;
 mod map;
 mod method;
 mod runtime;
+mod span;
 mod tool_enum;
 
 use darling::Error;
@@ -60,7 +62,7 @@ pub fn expand(checked: &Checked<'_>) -> TokenStream {
     let json = if checked.json {
         json::json_dispatch(checked, &generated)
     } else {
-        TokenStream::new()
+        json::json_hint(checked, &generated)
     };
     quote! {
         #item

@@ -55,6 +55,9 @@ impl FromMeta for Degradation {
             _ => None,
         };
         if let Some(text) = string(expr) {
+            if let Some(problem) = severity_as_text(&text) {
+                return Err(Error::custom(problem).with_span(expr));
+            }
             return Ok(Degradation { high: false, text });
         }
         if let Expr::Call(call) = expr
@@ -80,6 +83,25 @@ impl FromMeta for Degradation {
         )
         .with_span(expr))
     }
+}
+
+/// A severity written as the text (`degradation = "high"`): it would compile as a low
+/// degradation that reads "high", so a high one would be ranked low. `None` for a text that
+/// says what is lost.
+fn severity_as_text(text: &str) -> Option<String> {
+    let fix = match text.trim().to_lowercase().as_str() {
+        "high" => "write what the route loses inside `high(..)`: `degradation = high(\"..\")`",
+        "low" => {
+            "write what the route loses, as a plain string or inside `low(..)`: `degradation = low(\"..\")`"
+        }
+        "unknown" => {
+            "for an unknown degradation (ranked high) leave `degradation` out, or write what the route loses: `degradation = high(\"..\")`"
+        }
+        _ => return None,
+    };
+    Some(format!(
+        "`\"{text}\"` is a severity written as the degradation's text: it would compile as a low degradation that reads \"{text}\"; {fix}"
+    ))
 }
 
 impl FromMeta for Alternatives {

@@ -17,7 +17,7 @@ use proc_macro2::{Span, TokenStream};
 use syn::{ImplItem, ImplItemFn, ItemImpl, Type};
 
 pub use alternatives::Degradation;
-pub use model::{Method, Receiver, Tool, Toolbox, type_text, unraw};
+pub use model::{Method, Receiver, Tool, Toolbox, nameable, type_text, unraw};
 
 /// Parses `#[toolbox(args)] impl ..` into a model, pushing every mistake into `errors`.
 /// Returns `None` when the item is not an impl block at all.

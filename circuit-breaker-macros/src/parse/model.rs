@@ -32,6 +32,17 @@ pub struct Method {
     /// The `self` token, where an error about the receiver points.
     pub self_span: Option<Span>,
     pub arity: usize,
+    /// Its parameters' types (receiver left out) and its return type (`()` when it has
+    /// none), when they can be written outside the impl as they are: no generics, no `Self`,
+    /// no `impl Trait`. An adapter's are compared with its tool's at compile time.
+    pub types: Option<MethodTypes>,
+}
+
+/// The types of a method's signature, as written.
+#[derive(Clone)]
+pub struct MethodTypes {
+    pub params: Vec<Type>,
+    pub output: Type,
 }
 
 /// How a method takes `self`.
@@ -102,6 +113,19 @@ impl Tool {
     pub fn may_have_meant(&self, key: &str) -> bool {
         self.attr.may_have_meant(key)
     }
+}
+
+/// Whether `ty` means the same written anywhere in the generated code: no `Self` (the
+/// handle there), no `impl Trait`, no `_`.
+pub fn nameable(ty: &Type) -> bool {
+    fn walk(tokens: TokenStream) -> bool {
+        tokens.into_iter().all(|t| match t {
+            proc_macro2::TokenTree::Ident(i) => i != "Self" && i != "impl" && i != "_",
+            proc_macro2::TokenTree::Group(g) => walk(g.stream()),
+            proc_macro2::TokenTree::Punct(_) | proc_macro2::TokenTree::Literal(_) => true,
+        })
+    }
+    !matches!(ty, Type::Infer(_)) && walk(quote::ToTokens::to_token_stream(ty))
 }
 
 /// `r#type` → `type`.

@@ -11,7 +11,7 @@ use syn::spanned::Spanned;
 use syn::{Attribute, FnArg, Ident, ImplItemFn, Pat, ReceiverKind, ReturnType, Signature, Type};
 
 use super::attr::ToolAttribute;
-use super::model::{Method, Param, Receiver, Tool, ToolSig, unraw};
+use super::model::{Method, MethodTypes, Param, Receiver, Tool, ToolSig, nameable, unraw};
 
 const SUPPORTED: &str = "supported tool methods: `fn` or `async fn` taking `&self`, `&mut self` or no receiver, returning `Result<T, E>`";
 
@@ -28,7 +28,30 @@ pub fn method_of(method: &ImplItemFn) -> Method {
             .iter()
             .filter(|a| matches!(a, FnArg::Typed(_)))
             .count(),
+        types: method_types(&method.sig),
     }
+}
+
+/// The types of `sig`, when each can be written outside the impl (see [`Method::types`]).
+fn method_types(sig: &Signature) -> Option<MethodTypes> {
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        return None;
+    }
+    let params: Vec<Type> = sig
+        .inputs
+        .iter()
+        .filter_map(|arg| match arg {
+            FnArg::Typed(pat) => Some((*pat.ty).clone()),
+            FnArg::Receiver(_) => None,
+        })
+        .collect();
+    let output = match &sig.output {
+        ReturnType::Type(_, ty) => (**ty).clone(),
+        ReturnType::Default => syn::parse_quote!(()),
+    };
+    let all = params.iter().chain(std::iter::once(&output));
+    (sig.variadic.is_none() && all.into_iter().all(nameable))
+        .then_some(MethodTypes { params, output })
 }
 
 /// How `sig` takes `self`; `None` for a receiver the handle cannot give.

@@ -338,4 +338,42 @@ const _: () = {
             }
         }
     }
+    #[allow(
+        clippy::needless_pass_by_value,
+        clippy::unused_self,
+        clippy::must_use_candidate
+    )]
+    impl GuardedIndex {
+        #[doc(hidden)]
+        pub fn call<'__cb, __CbName, __CbArguments>(
+            &'__cb self,
+            _name: __CbName,
+            _arguments: __CbArguments,
+        ) -> <Self as _cb::__private_v0_1::JsonToolbox<'__cb>>::Missing
+        where
+            Self: _cb::__private_v0_1::JsonToolbox<'__cb>,
+        {
+            _cb::__private_v0_1::JsonToolbox::missing(self)
+        }
+        #[doc(hidden)]
+        pub fn definitions<'__cb>(
+            &'__cb self,
+        ) -> <Self as _cb::__private_v0_1::JsonToolbox<'__cb>>::Missing
+        where
+            Self: _cb::__private_v0_1::JsonToolbox<'__cb>,
+        {
+            _cb::__private_v0_1::JsonToolbox::missing(self)
+        }
+        #[doc(hidden)]
+        pub fn dispatch<'__cb, __CbName, __CbArguments>(
+            &'__cb self,
+            _name: __CbName,
+            _arguments: __CbArguments,
+        ) -> <Self as _cb::__private_v0_1::JsonToolbox<'__cb>>::Missing
+        where
+            Self: _cb::__private_v0_1::JsonToolbox<'__cb>,
+        {
+            _cb::__private_v0_1::JsonToolbox::missing(self)
+        }
+    }
 };

@@ -279,6 +279,35 @@ const _: () = {
                     route: __cb_route,
                     ..
                 } => {
+                    #[diagnostic::on_unimplemented(
+                        message = "adapter `grep_with_rg` must have the signature of tool `grep`: `fn grep_with_rg(&self, pattern: &str, under: Option<&str>) -> Result<Vec<String>, std::io::Error>`",
+                        label = "its argument or return types are not those of `grep`",
+                        note = "the guarded handle calls an adapter in its tool's place, with the tool's arguments, and answers what it returns"
+                    )]
+                    trait __CbSignatureOfGrepWithRg<
+                        Tool: __CbAdapterParts,
+                    >: __CbAdapterParts {
+                        fn arguments(arguments: Tool::Arguments) -> Self::Arguments;
+                        fn output(output: Self::Output) -> Tool::Output;
+                    }
+                    trait __CbAdapterParts {
+                        type Arguments;
+                        type Output;
+                    }
+                    impl<A, R> __CbAdapterParts for (A, R) {
+                        type Arguments = A;
+                        type Output = R;
+                    }
+                    impl<T: __CbAdapterParts> __CbSignatureOfGrepWithRg<T> for T {
+                        #[inline]
+                        fn arguments(arguments: T::Arguments) -> T::Arguments {
+                            arguments
+                        }
+                        #[inline]
+                        fn output(output: T::Output) -> T::Output {
+                            output
+                        }
+                    }
                     _cb::__private_v0_1::finish_dated(
                         &self.expeditor,
                         __cb_ticket,
@@ -287,7 +316,21 @@ const _: () = {
                             Vec<String>,
                             std::io::Error,
                         > as _cb::__private_v0_1::ToolResult>::into_result(
-                            self.toolbox.grep_with_rg(pattern, under),
+                            <(
+                                (&str, Option<&str>),
+                                Result<Vec<String>, std::io::Error>,
+                            ) as __CbSignatureOfGrepWithRg<
+                                ((&str, Option<&str>), Result<Vec<String>, std::io::Error>),
+                            >>::output({
+                                let (__cb_adapter_arg0, __cb_adapter_arg1) = <(
+                                    (&str, Option<&str>),
+                                    Result<Vec<String>, std::io::Error>,
+                                ) as __CbSignatureOfGrepWithRg<
+                                    ((&str, Option<&str>), Result<Vec<String>, std::io::Error>),
+                                >>::arguments((pattern, under));
+                                self.toolbox
+                                    .grep_with_rg(__cb_adapter_arg0, __cb_adapter_arg1)
+                            }),
                         ),
                         |__cb_error| {
                             (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
@@ -476,12 +519,16 @@ const _: () = {
                             __cb_args.under.as_deref(),
                         );
                         _cb::__private_v0_1::ready(
-                            _cb::__private_v0_1::json_reply(
-                                &self.expeditor,
-                                WorkspaceTool::Grep,
-                                name,
-                                __cb_result,
-                            ),
+                            _cb::__private_v0_1::json_reply::<
+                                <Result<
+                                    Vec<String>,
+                                    std::io::Error,
+                                > as _cb::__private_v0_1::ToolResult>::Ok,
+                                <Result<
+                                    Vec<String>,
+                                    std::io::Error,
+                                > as _cb::__private_v0_1::ToolResult>::Err,
+                            >(&self.expeditor, WorkspaceTool::Grep, name, __cb_result),
                         )
                     }
                 }
@@ -501,13 +548,23 @@ const _: () = {
                         }
                     };
                     _cb::__private_v0_1::boxed(async move {
-                        let __cb_result = Self::bash(self, __cb_args.command).await;
-                        _cb::__private_v0_1::json_reply(
-                            &self.expeditor,
-                            WorkspaceTool::Bash,
-                            name,
-                            __cb_result,
-                        )
+                        _cb::__private_v0_1::json_reply_to::<
+                            <Result<
+                                String,
+                                std::io::Error,
+                            > as _cb::__private_v0_1::ToolResult>::Ok,
+                            <Result<
+                                String,
+                                std::io::Error,
+                            > as _cb::__private_v0_1::ToolResult>::Err,
+                            _,
+                        >(
+                                &self.expeditor,
+                                _cb::__private_v0_1::ToolId::from(WorkspaceTool::Bash),
+                                name,
+                                Self::bash(self, __cb_args.command),
+                            )
+                            .await
                     })
                 }
                 "now" => {
@@ -528,12 +585,16 @@ const _: () = {
                     {
                         let __cb_result = Self::now(self);
                         _cb::__private_v0_1::ready(
-                            _cb::__private_v0_1::json_reply(
-                                &self.expeditor,
-                                WorkspaceTool::Now,
-                                name,
-                                __cb_result,
-                            ),
+                            _cb::__private_v0_1::json_reply::<
+                                <Result<
+                                    u64,
+                                    std::io::Error,
+                                > as _cb::__private_v0_1::ToolResult>::Ok,
+                                <Result<
+                                    u64,
+                                    std::io::Error,
+                                > as _cb::__private_v0_1::ToolResult>::Err,
+                            >(&self.expeditor, WorkspaceTool::Now, name, __cb_result),
                         )
                     }
                 }

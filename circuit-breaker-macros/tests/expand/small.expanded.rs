@@ -272,6 +272,35 @@ const _: () = {
                     route: __cb_route,
                     ..
                 } => {
+                    #[diagnostic::on_unimplemented(
+                        message = "adapter `grep_with_rg` must have the signature of tool `grep`: `fn grep_with_rg(&self, pattern: &str) -> Result<Vec<String>, std::io::Error>`",
+                        label = "its argument or return types are not those of `grep`",
+                        note = "the guarded handle calls an adapter in its tool's place, with the tool's arguments, and answers what it returns"
+                    )]
+                    trait __CbSignatureOfGrepWithRg<
+                        Tool: __CbAdapterParts,
+                    >: __CbAdapterParts {
+                        fn arguments(arguments: Tool::Arguments) -> Self::Arguments;
+                        fn output(output: Self::Output) -> Tool::Output;
+                    }
+                    trait __CbAdapterParts {
+                        type Arguments;
+                        type Output;
+                    }
+                    impl<A, R> __CbAdapterParts for (A, R) {
+                        type Arguments = A;
+                        type Output = R;
+                    }
+                    impl<T: __CbAdapterParts> __CbSignatureOfGrepWithRg<T> for T {
+                        #[inline]
+                        fn arguments(arguments: T::Arguments) -> T::Arguments {
+                            arguments
+                        }
+                        #[inline]
+                        fn output(output: T::Output) -> T::Output {
+                            output
+                        }
+                    }
                     _cb::__private_v0_1::finish_dated(
                         &self.expeditor,
                         __cb_ticket,
@@ -280,7 +309,20 @@ const _: () = {
                             Vec<String>,
                             std::io::Error,
                         > as _cb::__private_v0_1::ToolResult>::into_result(
-                            self.toolbox.grep_with_rg(pattern),
+                            <(
+                                (&str,),
+                                Result<Vec<String>, std::io::Error>,
+                            ) as __CbSignatureOfGrepWithRg<
+                                ((&str,), Result<Vec<String>, std::io::Error>),
+                            >>::output({
+                                let (__cb_adapter_arg0,) = <(
+                                    (&str,),
+                                    Result<Vec<String>, std::io::Error>,
+                                ) as __CbSignatureOfGrepWithRg<
+                                    ((&str,), Result<Vec<String>, std::io::Error>),
+                                >>::arguments((pattern,));
+                                self.toolbox.grep_with_rg(__cb_adapter_arg0)
+                            }),
                         ),
                         |__cb_error| {
                             (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
@@ -392,6 +434,44 @@ const _: () = {
                     __cb_span,
                 )
                 .await
+        }
+    }
+    #[allow(
+        clippy::needless_pass_by_value,
+        clippy::unused_self,
+        clippy::must_use_candidate
+    )]
+    impl GuardedWorkspace {
+        #[doc(hidden)]
+        pub fn call<'__cb, __CbName, __CbArguments>(
+            &'__cb self,
+            _name: __CbName,
+            _arguments: __CbArguments,
+        ) -> <Self as _cb::__private_v0_1::JsonToolbox<'__cb>>::Missing
+        where
+            Self: _cb::__private_v0_1::JsonToolbox<'__cb>,
+        {
+            _cb::__private_v0_1::JsonToolbox::missing(self)
+        }
+        #[doc(hidden)]
+        pub fn definitions<'__cb>(
+            &'__cb self,
+        ) -> <Self as _cb::__private_v0_1::JsonToolbox<'__cb>>::Missing
+        where
+            Self: _cb::__private_v0_1::JsonToolbox<'__cb>,
+        {
+            _cb::__private_v0_1::JsonToolbox::missing(self)
+        }
+        #[doc(hidden)]
+        pub fn dispatch<'__cb, __CbName, __CbArguments>(
+            &'__cb self,
+            _name: __CbName,
+            _arguments: __CbArguments,
+        ) -> <Self as _cb::__private_v0_1::JsonToolbox<'__cb>>::Missing
+        where
+            Self: _cb::__private_v0_1::JsonToolbox<'__cb>,
+        {
+            _cb::__private_v0_1::JsonToolbox::missing(self)
         }
     }
 };

@@ -84,3 +84,29 @@ impl fmt::Display for UnknownTool {
 }
 
 impl std::error::Error for UnknownTool {}
+
+/// What the guarded handle of a toolbox declared without `json` lacks: the dispatcher by name
+/// and JSON arguments (`call`, `definitions`, `dispatch`). The handle of such a toolbox has
+/// hidden `call`, `definitions` and `dispatch` methods bound by this trait, which no type
+/// implements (it is sealed), so that calling one is an error at the call that says to add
+/// `json`, rather than rustc's "no method named `call`" with `Fn` as its only candidate.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no dispatcher by name: its toolbox is declared without `json`",
+    label = "`call`, `definitions` and `dispatch` are generated for `#[toolbox(json)]` only",
+    note = "add `json`: #[toolbox(json)]"
+)]
+pub trait JsonToolbox<'a>: sealed::Sealed<'a> {
+    /// What the missing method would answer.
+    type Missing;
+
+    /// Never called: no type implements the trait.
+    fn missing(&'a self) -> Self::Missing;
+}
+
+mod sealed {
+    /// Implemented for no type, so that [`JsonToolbox`](super::JsonToolbox) is not either.
+    /// With the lifetime, so that the bound `Self: JsonToolbox<'a>` on a handle's methods is
+    /// checked where they are called, not where they are defined (where it never holds).
+    pub trait Sealed<'a> {}
+}
