@@ -18,6 +18,8 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+// The runtime's schemars, as a user writes it: no schemars dependency of our own.
+use agent_circuit_breaker::schemars;
 use std::collections::HashMap;
 
 use agent_circuit_breaker::dispatch::{
