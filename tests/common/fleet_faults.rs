@@ -456,6 +456,16 @@ impl FleetRun {
         })
     }
 
+    /// Waits, without failing, until `fetch` is in `state` on every worker, or `limit` has
+    /// passed: the test's own assertions then say what the timeline shows.
+    pub fn settle_fetch(&self, state: State, limit: Duration) {
+        let ids = self.ids();
+        let _ = self.try_wait_for(limit, |tl| {
+            let now = now_ms();
+            ids.iter().all(|id| fetch_state_at(tl, id, now) == state)
+        });
+    }
+
     /// Sends `quit` to every live worker and waits (3 s at most) for their summaries; then
     /// kills what is left and reads the rest of their output.
     pub fn finish(&mut self) -> Vec<Entry> {
@@ -1014,6 +1024,15 @@ pub fn assert_counts(name: &str, f: &Figures) {
 
 /// Cool-downs are shared (B16): no worker probes within the cool-down after another's failed
 /// probe while both reach the store.
+pub fn assert_no_replayed_opens(name: &str, f: &Figures) {
+    assert!(
+        f.replayed_opens.is_empty(),
+        "{name}: replayed opens {}: {:?}",
+        f.replayed_opens.len(),
+        f.replayed_opens
+    );
+}
+
 pub fn assert_shared_cool_down(name: &str, f: &Figures) {
     assert!(
         f.redundant_probes.is_empty(),

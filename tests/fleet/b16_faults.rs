@@ -25,8 +25,9 @@ use std::thread::sleep;
 use std::time::Duration;
 
 use fleet_faults::{
-    Entry, FleetRun, Settings, State, assert_counts, assert_shared_cool_down, converged_closed,
-    converged_running, fetch_state_at, key, max_latency_us, now_ms, paused_at, report,
+    Entry, FleetRun, Settings, State, assert_counts, assert_no_replayed_opens,
+    assert_shared_cool_down, converged_closed, converged_running, fetch_state_at, key,
+    max_latency_us, now_ms, paused_at, report,
 };
 
 /// Opens `fetch` the way a fleet should: its upstream refuses the first worker's calls, the
@@ -98,27 +99,16 @@ fn b16_redis_killed_while_fetch_is_down_then_restarted_empty_the_fleet_loses_not
     sleep(Duration::from_millis(1_500));
     let back = run.redis_restart_empty();
     run.wait_store(&all, true, back, Duration::from_secs(3));
-    // What opened meanwhile is published again; then the upstream mends.
+    // What opened meanwhile is written from the workers' queues; then the upstream mends.
     sleep(settings.allowance() * 2);
     let mended = run.set_health(&all, "up");
     let limit = cool_down_cap(&settings) + Duration::from_millis(settings.lease_ms) * 2;
-    let _ = run.try_wait_for(limit, |tl| {
-        let now = now_ms();
-        run.ids()
-            .iter()
-            .all(|id| fetch_state_at(tl, id, now) == State::Closed)
-    });
+    run.settle_fetch(State::Closed, limit);
     sleep(Duration::from_millis(300));
 
     let (run, _, figures, convergence) = conclude(run, mended, (down, back), false);
     assert_counts(&run.name, &figures);
-    assert!(
-        figures.replayed_opens.is_empty(),
-        "{}: replayed opens {}: {:?}",
-        run.name,
-        figures.replayed_opens.len(),
-        figures.replayed_opens
-    );
+    assert_no_replayed_opens(&run.name, &figures);
     assert_shared_cool_down(&run.name, &figures);
     assert!(
         convergence.is_some_and(|c| c <= limit),
@@ -147,23 +137,12 @@ fn b16_redis_paused_and_resumed_the_fleet_loses_nothing_and_converges() {
     // A lease taken by a command the server ran only on SIGCONT (its client had given up
     // on it) may hold the probe for one lease TTL.
     let limit = cool_down_cap(&settings) + Duration::from_millis(settings.lease_ms) * 2;
-    let _ = run.try_wait_for(limit, |tl| {
-        let now = now_ms();
-        run.ids()
-            .iter()
-            .all(|id| fetch_state_at(tl, id, now) == State::Closed)
-    });
+    run.settle_fetch(State::Closed, limit);
     sleep(Duration::from_millis(300));
 
     let (run, _, figures, convergence) = conclude(run, mended, (down, back), false);
     assert_counts(&run.name, &figures);
-    assert!(
-        figures.replayed_opens.is_empty(),
-        "{}: replayed opens {}: {:?}",
-        run.name,
-        figures.replayed_opens.len(),
-        figures.replayed_opens
-    );
+    assert_no_replayed_opens(&run.name, &figures);
     assert_shared_cool_down(&run.name, &figures);
     assert!(
         convergence.is_some_and(|c| c <= limit),
@@ -211,12 +190,7 @@ fn b16_a_restart_from_an_older_snapshot_replays_nothing_that_is_over() {
         + Duration::from_millis(settings.lease_ms)
         + settings.allowance() * 4;
     sleep(settings.allowance() * 3);
-    let _ = run.try_wait_for(limit, |tl| {
-        let now = now_ms();
-        run.ids()
-            .iter()
-            .all(|id| fetch_state_at(tl, id, now) == State::Closed)
-    });
+    run.settle_fetch(State::Closed, limit);
 
     let (run, entries, figures, convergence) = conclude(run, back, (down, back), false);
     let went_open: Vec<String> = run
@@ -233,13 +207,7 @@ fn b16_a_restart_from_an_older_snapshot_replays_nothing_that_is_over() {
         run.name
     );
     assert_counts(&run.name, &figures);
-    assert!(
-        figures.replayed_opens.is_empty(),
-        "{}: replayed opens {}: {:?}",
-        run.name,
-        figures.replayed_opens.len(),
-        figures.replayed_opens
-    );
+    assert_no_replayed_opens(&run.name, &figures);
     assert!(
         convergence.is_some_and(|c| c <= limit),
         "{}: fetch not CLOSED on every worker within {limit:?} of the restart ({convergence:?})",
@@ -305,12 +273,10 @@ fn b16_junk_and_forged_store_contents_act_no_longer_than_their_bounds() {
     sleep(settings.allowance() * 2);
     let past_acted = fetch_opens_since(&run.entries(), past_since);
     // Whatever it did, it is gone before the next part.
-    let _ = run.try_wait_for(cool_down_cap(&settings) + settings.allowance() * 4, |tl| {
-        let now = now_ms();
-        run.ids()
-            .iter()
-            .all(|id| fetch_state_at(tl, id, now) == State::Closed)
-    });
+    run.settle_fetch(
+        State::Closed,
+        cool_down_cap(&settings) + settings.allowance() * 4,
+    );
     run.redis
         .command(&[b"DEL", open.as_bytes(), probe.as_bytes()]);
 
