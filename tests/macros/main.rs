@@ -1,5 +1,6 @@
-//! The attribute macros: the generated map, policies, async tools, and every user mistake as a
-//! compile error (B1, B2).
+//! The attribute macros at run time: the generated map, policies, handles and async tools (B1,
+//! B2). Every user mistake as a compile error is the macro crate's own test
+//! (`circuit-breaker-macros/tests/ui.rs`).
 //!
 //! One test binary for the area; each file is one module (its tests are named after it),
 //! public so that what a file declares for its own use counts as used, as at a crate root.
@@ -16,5 +17,3 @@ pub mod macro_capability_map;
 pub mod macro_handles;
 #[path = "macro_policy_defaults.rs"]
 pub mod macro_policy_defaults;
-#[path = "macro_ui.rs"]
-pub mod macro_ui;
