@@ -14,9 +14,9 @@ use rmcp::{RoleClient, ServiceExt as _};
 use super::connect::{
     ConnectFuture, Connected, Connector, Server, ServerCommand, Spawn, connect_all,
 };
-use super::relay::{Relay, Relayed};
 use super::health::spawn_checks;
 use super::overlay::run_time_map;
+use super::relay::{Relay, Relayed};
 use super::tools::{Entry, Tools};
 use super::{
     DEFAULT_CALLER_ERRORS, DEFAULT_CONNECT_TIMEOUT, DEFAULT_DEADLINE, DEFAULT_HEALTH_TTL,

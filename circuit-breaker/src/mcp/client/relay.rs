@@ -54,7 +54,9 @@ impl Service<RoleClient> for Relayed {
         context: RequestContext<RoleClient>,
     ) -> Result<ClientResult, ErrorData> {
         match (&self.relay, request) {
-            (Some((server, relay)), request) if !matches!(request, ServerRequest::PingRequest(_)) => {
+            (Some((server, relay)), request)
+                if !matches!(request, ServerRequest::PingRequest(_)) =>
+            {
                 // Dropped with the request when the server cancels it: the relay's future
                 // (the downstream request) goes with it.
                 let answer = relay.request(server, request);
