@@ -162,6 +162,8 @@
 //! [`build`](McpClientBuilder::build).
 
 mod client;
+#[cfg(feature = "mcp-http")]
+mod http;
 mod server;
 
 pub use client::{
@@ -169,6 +171,8 @@ pub use client::{
     DEFAULT_PING_TIMEOUT, DuplicateTool, McpClient, McpClientBuilder, McpClientError,
     OverlayProblem, ServerCommand,
 };
+#[cfg(feature = "mcp-http")]
+pub use http::{HttpOptions, HttpServer, serve_http};
 pub use server::{McpServer, to_call_tool_result, to_tool};
 
 /// The rmcp this crate is built against, for the types of a transport or a client.

@@ -15,6 +15,8 @@ mod connect;
 mod error;
 mod health;
 mod overlay;
+#[cfg(feature = "mcp-http")]
+mod remote;
 mod tools;
 
 use std::fmt;
