@@ -11,7 +11,7 @@ use rmcp::ServiceExt as _;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rustls_platform_verifier::BuilderVerifierExt as _;
+use rustls_platform_verifier::BuilderVerifierExt;
 
 use super::connect::{ConnectFuture, Connected, Connector, Handler};
 
@@ -92,7 +92,7 @@ fn http_client() -> Result<reqwest::Client, String> {
         });
     let tls = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .and_then(|builder| builder.with_platform_verifier())
+        .and_then(BuilderVerifierExt::with_platform_verifier)
         .map_err(|e| format!("TLS could not be set up: {e}"))?
         .with_no_client_auth();
     reqwest::Client::builder()
