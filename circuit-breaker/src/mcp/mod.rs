@@ -160,8 +160,50 @@
 //! is shown as an empty object schema, tools with empty or repeated names are left out, a
 //! server that closes during `initialize` is an error value of
 //! [`build`](McpClientBuilder::build).
+//!
+//! # Remote servers (streamable HTTP)
+//!
+//! With feature `mcp-http`, both sides speak MCP's remote transport (B17).
+//! [`McpServer::serve_http`] serves a toolbox on a local port, a clone of the server per
+//! session; [`serve_http`] serves any rmcp [`ServerHandler`](rmcp::ServerHandler), `make`
+//! called per session. Bound to 127.0.0.1 on a free port unless
+//! [`HttpOptions::bind`] says otherwise, at `/mcp`, with sessions told apart by their
+//! `Mcp-Session-Id`. Against DNS rebinding (the transport spec's requirement) a request whose
+//! `Origin` is not this machine's nor [allowed](HttpOptions::allow_origin), or, on a loopback
+//! address, whose `Host` names another host, is answered HTTP 403; one without `Origin` (no
+//! browser) passes.
+//!
+//! ```no_run
+//! # #[cfg(feature = "mcp-http")]
+//! # async fn serve(guarded: impl agent_circuit_breaker::dispatch::ToolDispatch + 'static) -> std::io::Result<()> {
+//! use agent_circuit_breaker::mcp::{HttpOptions, McpServer};
+//!
+//! let server = McpServer::new(guarded).serve_http(HttpOptions::new()).await?;
+//! eprintln!("MCP at {}", server.url()); // http://127.0.0.1:PORT/mcp
+//! server.wait().await
+//! # }
+//! ```
+//!
+//! [`McpClientBuilder::url`] (and [`url_with`](McpClientBuilder::url_with), for headers such
+//! as `Authorization`) adds a remote server, guarded as any other: the per-call deadline, the
+//! health checks, a connection refused or cut is the server unreachable (one `ServerDown`),
+//! and a probe or [`McpClient::check`] reconnects with a new session.
+//!
+//! ```no_run
+//! # #[cfg(feature = "mcp-http")]
+//! # async fn demo() -> Result<(), agent_circuit_breaker::mcp::McpClientError> {
+//! use agent_circuit_breaker::mcp::McpClient;
+//!
+//! let tools = McpClient::builder()
+//!     .url_with("search", "https://search.example.com/mcp", [("Authorization", "Bearer …")])
+//!     .build()
+//!     .await?;
+//! # Ok(()) }
+//! ```
 
 mod client;
+#[cfg(feature = "mcp-http")]
+mod http;
 mod server;
 
 pub use client::{
@@ -171,6 +213,8 @@ pub use client::{
 };
 #[doc(hidden)]
 pub use client::{Relay, RelayFuture};
+#[cfg(feature = "mcp-http")]
+pub use http::{HttpOptions, HttpServer, serve_http};
 pub use server::{McpServer, to_call_tool_result, to_tool};
 
 /// The rmcp this crate is built against, for the types of a transport or a client.

@@ -17,6 +17,8 @@ mod health;
 mod overlay;
 mod passthrough;
 mod relay;
+#[cfg(feature = "mcp-http")]
+mod remote;
 mod tools;
 
 use std::fmt;
@@ -117,8 +119,9 @@ impl fmt::Debug for McpClient {
 }
 
 impl McpClient {
-    /// A builder: add servers with [`child`](McpClientBuilder::child) or
-    /// [`connect`](McpClientBuilder::connect), then [`build`](McpClientBuilder::build).
+    /// A builder: add servers with [`child`](McpClientBuilder::child),
+    /// [`connect`](McpClientBuilder::connect) or (feature `mcp-http`) `url`, then
+    /// [`build`](McpClientBuilder::build).
     pub fn builder() -> McpClientBuilder {
         McpClientBuilder::default()
     }
