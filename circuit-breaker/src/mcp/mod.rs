@@ -131,9 +131,15 @@
 //! - PAUSE: refused, with the pause note.
 //!
 //! Before any of that, a name that is no listed tool, arguments that are no JSON object, and
-//! arguments that miss a `required` property, add one where `additionalProperties` is false,
-//! or give a property of another simple `type` than its schema says are the model's
-//! mistakes, answered without a call.
+//! arguments that do not fit the tool's input schema are the model's mistakes: answered
+//! without a call, counted, never charged. The schema is checked in full — JSON Schema
+//! 2020-12, or the draft its `$schema` names (`pattern`, `minimum`, `enum`, `oneOf`,
+//! `$ref`/`$defs`, ...; `format` is an annotation, not asserted) — by a validator compiled
+//! once when the tool is listed, and the note names the keyword that failed and where
+//! (`at `/limit`: 0 is less than the minimum of 1 (keyword `minimum`)`). A `$ref` to another
+//! document is never fetched: a schema that needs one, or that does not compile (an invalid
+//! `pattern`), or nests deeper than 64 levels, leaves its tool offered with its arguments
+//! checked only as an object, and the server to judge them (logged when listed).
 //!
 //! **Health checks** (R10.1): one MCP `ping` per server, not per tool, recorded for all its
 //! tools ([`Expeditor::record_server_check`](crate::Expeditor::record_server_check)) and

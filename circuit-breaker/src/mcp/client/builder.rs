@@ -383,13 +383,8 @@ impl McpClientBuilder {
                 continue;
             };
             table.by_name.insert(tool.name.clone(), table.entries.len());
-            table.entries.push(Arc::new(Entry {
-                id,
-                server,
-                remote: tool.remote,
-                definition: tool.definition,
-                listed: true,
-            }));
+            let entry = Entry::new(id, &servers[server], tool.remote, tool.definition);
+            table.entries.push(Arc::new(entry));
         }
         let inner = Arc::new(Inner {
             expeditor,

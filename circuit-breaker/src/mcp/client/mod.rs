@@ -4,10 +4,11 @@
 //! This file holds the public [`McpClient`] and the state its clones share; the rest is
 //! one concern a file: `builder` (the servers and settings, and `build`), `connect`
 //! (connections, made again on reconnect), `health` (health checks and the health pass),
-//! `call` (a guarded call by name), `classify` (what a call came back with), `tools` (the
+//! `call` (a guarded call by name), `arguments` (a model's arguments against a tool's schema), `classify` (what a call came back with), `tools` (the
 //! listed tools as the client shows them), `overlay` (the run-time map and its overlay) and
 //! `error`.
 
+mod arguments;
 mod builder;
 mod call;
 mod classify;
@@ -231,6 +232,10 @@ impl ToolDispatch for McpClient {
         let mut entries: Vec<&Arc<Entry>> = tools.entries.iter().filter(|e| e.listed).collect();
         entries.sort_by_key(|e| e.server);
         entries.into_iter().map(|e| e.definition.clone()).collect()
+    }
+
+    fn definitions_version(&self) -> Option<u64> {
+        Some(self.inner.tools().version)
     }
 
     fn expeditor(&self) -> &Expeditor {
