@@ -14,6 +14,8 @@ pub mod b10_mcp_agent;
 pub mod b10_mcp_client;
 #[path = "b10_servers.rs"]
 pub mod b10_servers;
+#[path = "b17_arguments.rs"]
+pub mod b17_arguments;
 #[path = "b18_model_loop.rs"]
 pub mod b18_model_loop;
 #[path = "b9_example_servers.rs"]

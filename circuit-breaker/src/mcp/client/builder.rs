@@ -8,13 +8,14 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
+use rmcp::RoleClient;
 use rmcp::transport::{IntoTransport, TokioChildProcess};
-use rmcp::{RoleClient, ServiceExt as _};
 
 use super::connect::{
     ConnectFuture, Connected, Connector, Handler, Server, ServerCommand, Spawn, connect_all,
 };
 use super::health::spawn_checks;
+use super::lifecycle::Listing;
 use super::overlay::run_time_map;
 use super::tools::{Entry, Tools};
 use super::{
@@ -113,7 +114,7 @@ impl McpClientBuilder {
                     .map_err(|e| format!("could not start {}: {e}", command.program.display()))?;
                 let pid = transport.id();
                 let running = handler
-                    .serve(transport)
+                    .start(transport)
                     .await
                     .map_err(|e| format!("initialize failed: {e}"))?;
                 Ok(Connected { running, pid })
@@ -160,7 +161,7 @@ impl McpClientBuilder {
                     .await
                     .map_err(|e| format!("the transport could not be made: {e}"))?;
                 let running = handler
-                    .serve(transport)
+                    .start(transport)
                     .await
                     .map_err(|e| format!("initialize failed: {e}"))?;
                 Ok(Connected { running, pid: None })
@@ -358,6 +359,7 @@ impl McpClientBuilder {
                     connections: AtomicU64::new(0),
                     client: OnceLock::new(),
                     caller_errors,
+                    listing: Listing::default(),
                 })
             })
             .collect();

@@ -62,7 +62,18 @@ impl Inner {
     /// A call in its `execute_tool` span (B12), with the MCP attributes: `gen_ai.tool.type`
     /// `extension`, `mcp.method.name` `tools/call`, the server and its transport.
     pub(super) async fn dispatch(&self, name: &str, arguments: Value) -> Reply {
-        let entry = self.entry(name);
+        let mut entry = self.entry(name);
+        // A list past its `ttlMs` is listed again first (R6): the tool's server's, or for a
+        // name no list has, every stale one.
+        let server = entry.as_ref().map(|e| e.server);
+        let stale = match server {
+            Some(i) => self.servers[i].list_stale(),
+            None => self.servers.iter().any(|s| s.list_stale()),
+        };
+        if stale {
+            self.refresh_stale(server).await;
+            entry = self.entry(name);
+        }
         let server = entry.as_ref().map(|entry| &self.servers[entry.server]);
         let span = crate::telemetry::mcp_client_span(
             name,

@@ -15,6 +15,7 @@ use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientCacheConfig, ClientHandler, Peer, RoleClient};
 
 use super::health::Health;
+use super::lifecycle::{Listing, listen_for_changes};
 use super::tools::{Listed, listed_tools};
 use super::{Inner, McpClientError, human, lock};
 use crate::{Failure, FailureCategory};
@@ -103,6 +104,8 @@ impl Spawn {
 /// The client side of one connection: answers the server's notifications.
 pub(super) struct Handler {
     server: Weak<Server>,
+    /// Start with discovery (2026-07-28), else with `initialize`.
+    pub(super) modern: bool,
 }
 
 impl ClientHandler for Handler {
@@ -122,15 +125,7 @@ impl ClientHandler for Handler {
         let Some(client) = server.client.get().and_then(Weak::upgrade) else {
             return;
         };
-        match tokio::time::timeout(server.deadline, context.peer.list_all_tools()).await {
-            Ok(Ok(tools)) => client.adopt(&server, &tools),
-            Ok(Err(error)) => {
-                tracing::warn!(server = %server.name, %error, "tools/list after list_changed failed");
-            }
-            Err(_) => {
-                tracing::warn!(server = %server.name, "tools/list after list_changed timed out");
-            }
-        }
+        client.relist(&server, &context.peer).await;
     }
 }
 
@@ -164,6 +159,8 @@ pub(super) struct Server {
     /// The categories of its tools' `isError` results that are the caller's mistake, unless
     /// a tool's overlay says otherwise (B14).
     pub(super) caller_errors: Vec<FailureCategory>,
+    /// How its connections start, and until when its tool list is fresh (B17, R6).
+    pub(super) listing: Listing,
 }
 
 impl Server {
@@ -198,12 +195,32 @@ impl Server {
     /// health check must not be answered from it), lists the tools and makes it the live
     /// one. The old connection, if any, is dropped.
     pub(super) async fn connect(self: &Arc<Self>, timeout: Duration) -> Result<Vec<Tool>, String> {
-        let handler = Handler {
-            server: Arc::downgrade(self),
+        let start = |modern| {
+            let handler = Handler {
+                server: Arc::downgrade(self),
+                modern,
+            };
+            tokio::time::timeout(timeout, (self.connector)(handler))
         };
-        let connected = tokio::time::timeout(timeout, (self.connector)(handler))
-            .await
-            .map_err(|_| format!("no answer to initialize within {}", human(timeout)))??;
+        let modern = self.starts_modern();
+        let connected = match start(modern).await {
+            Err(_) => return Err(format!("no answer to initialize within {}", human(timeout))),
+            Ok(Ok(connected)) => connected,
+            // A server that closed a connection begun with discovery: once more with
+            // `initialize`, the only start older servers know.
+            Ok(Err(error)) if modern => match start(false).await {
+                Ok(Ok(connected)) => {
+                    tracing::debug!(server = %self.name, %error, "started with initialize after discovery failed");
+                    self.start_legacy();
+                    connected
+                }
+                Ok(Err(_)) => return Err(error),
+                Err(_) => {
+                    return Err(format!("no answer to initialize within {}", human(timeout)));
+                }
+            },
+            Ok(Err(error)) => return Err(error),
+        };
         let peer = connected.running.peer().clone();
         peer.set_response_cache_config(ClientCacheConfig::disabled())
             .await;
@@ -211,19 +228,11 @@ impl Server {
             .peer_info()
             .is_none_or(|info| info.capabilities.tools.is_some());
         let tools = if has_tools {
-            match tokio::time::timeout(self.deadline, peer.list_all_tools()).await {
-                Ok(Ok(tools)) => tools,
-                Ok(Err(error)) => return Err(format!("tools/list failed: {error}")),
-                Err(_) => {
-                    return Err(format!(
-                        "no answer to tools/list within {}",
-                        human(self.deadline)
-                    ));
-                }
-            }
+            self.list_tools_on(&peer, self.deadline).await?
         } else {
             Vec::new()
         };
+        listen_for_changes(self, &peer);
         let generation = self.connections.fetch_add(1, Ordering::AcqRel) + 1;
         let old = lock(&self.link).replace(Link {
             running: connected.running,

@@ -15,6 +15,7 @@ mod classify;
 mod connect;
 mod error;
 mod health;
+mod lifecycle;
 mod overlay;
 mod tools;
 
@@ -228,6 +229,7 @@ impl ToolDispatch for McpClient {
     /// Every tool the servers list now, as their `tools/list` gave them (name, description,
     /// input schema), in the builder's order of servers.
     fn definitions(&self) -> Vec<ToolDefinition> {
+        lifecycle::refresh_in_background(&self.inner);
         let tools = self.inner.tools();
         let mut entries: Vec<&Arc<Entry>> = tools.entries.iter().filter(|e| e.listed).collect();
         entries.sort_by_key(|e| e.server);
