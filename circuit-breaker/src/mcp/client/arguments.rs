@@ -81,11 +81,17 @@ impl ArgumentCheck {
         };
         // The arguments are an object already; the validator reads a `Value`.
         let instance = Value::Object(arguments.clone());
-        let mut errors = validator.iter_errors(&instance);
-        let Some(first) = errors.next() else {
+        let mut errors: Vec<_> = validator.iter_errors(&instance).collect();
+        if errors.is_empty() {
             return Ok(());
-        };
-        let more = errors.count();
+        }
+        // An unknown argument first: it is often the misspelling of a missing one.
+        let unknown = errors.iter().position(|e| {
+            matches!(e.kind(), ValidationErrorKind::AdditionalProperties { .. })
+                && e.instance_path().to_string().is_empty()
+        });
+        let first = errors.swap_remove(unknown.unwrap_or(0));
+        let more = errors.len();
         let path = first.instance_path().to_string();
         let mut note = String::new();
         if !path.is_empty() {

@@ -145,6 +145,13 @@ impl McpClient {
             .and_then(|l| l.pid)
     }
 
+    /// The MCP revision the server's current connection speaks (`"2026-07-28"`, or
+    /// `"2025-11-25"` and older with `initialize`; see the [module](super)).
+    pub fn protocol_version(&self, server: &str) -> Option<String> {
+        let (peer, _) = self.inner.server(server)?.peer()?;
+        Some(peer.peer_info()?.protocol_version.to_string())
+    }
+
     /// Whether the server's current connection is open (`None` for no such server). A
     /// closed one is made again by the next probe of one of its tools (or
     /// [`check`](Self::check), [`reconnect`](Self::reconnect)).
