@@ -344,3 +344,113 @@ async fn b17_client_lists_again_a_list_past_its_ttl() {
     );
     assert_eq!(server.lists.load(Ordering::SeqCst), 1);
 }
+
+/// `McpServer` counting its `tools/list` answers.
+#[derive(Clone)]
+struct CountLists {
+    server: McpServer<GuardedEcho>,
+    lists: Arc<AtomicU32>,
+}
+
+impl ServerHandler for CountLists {
+    fn get_info(&self) -> ServerConfig {
+        self.server.get_info()
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        self.server.supported_protocol_versions()
+    }
+
+    async fn initialize(
+        &self,
+        request: rmcp::model::InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::InitializeResult, ErrorData> {
+        self.server.initialize(request, context).await
+    }
+
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        self.server.on_initialized(context).await;
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        self.server.accepted_subscription_filter(requested)
+    }
+
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
+        self.server.listen(context).await
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.lists.fetch_add(1, Ordering::SeqCst);
+        self.server.list_tools(request, context).await
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.server.call_tool(request, context).await
+    }
+}
+
+#[tokio::test]
+async fn b17_client_hears_list_changed_on_its_listen_stream() {
+    let echo = Arc::new(GuardedEcho::new(Echo::default()));
+    let lists = Arc::new(AtomicU32::new(0));
+    let (upstream, counted) = (Arc::clone(&echo), Arc::clone(&lists));
+    let client = McpClient::builder()
+        .connect("echo", move || {
+            let server = CountLists {
+                server: McpServer::shared(Arc::clone(&upstream)),
+                lists: Arc::clone(&counted),
+            };
+            async move { Ok::<_, std::io::Error>(serve(server)) }
+        })
+        .build()
+        .await
+        .expect("connected");
+    assert_eq!(
+        client.protocol_version("echo").as_deref(),
+        Some("2026-07-28")
+    );
+    let names = |client: &McpClient| -> Vec<String> {
+        client.definitions().into_iter().map(|d| d.name).collect()
+    };
+    assert_eq!(names(&client), ["echo", "one"]);
+    // Its lists say `ttlMs: 0`, but it pushes its changes on the listen stream: the list is
+    // not listed again before every call.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for _ in 0..3 {
+        assert!(!client.call("one", json!({})).await.is_error());
+    }
+    assert_eq!(names(&client), ["echo", "one"]);
+    assert_eq!(
+        lists.load(Ordering::SeqCst),
+        1,
+        "listed once, when connected"
+    );
+    // The upstream server's own circuit opens: it withdraws `echo` and says so on the
+    // client's listen stream, and the client lists its tools again.
+    echo.toolbox().broken.store(true, Ordering::SeqCst);
+    let reply = client.call("echo", json!({ "text": "hi" })).await;
+    assert!(reply.is_error(), "{}", reply.text());
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while names(&client) != ["one"] {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "list_changed heard: {:?}",
+            names(&client)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(lists.load(Ordering::SeqCst), 2);
+}

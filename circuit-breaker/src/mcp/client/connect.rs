@@ -232,16 +232,16 @@ impl Server {
         } else {
             Vec::new()
         };
-        listen_for_changes(self, &peer);
         let generation = self.connections.fetch_add(1, Ordering::AcqRel) + 1;
         let old = lock(&self.link).replace(Link {
             running: connected.running,
-            peer,
+            peer: peer.clone(),
             pid: connected.pid,
             generation,
             broken: false,
         });
         drop(old);
+        listen_for_changes(self, &peer, generation);
         Ok(tools)
     }
 

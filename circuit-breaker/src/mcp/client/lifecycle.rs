@@ -41,6 +41,9 @@ pub(crate) struct Listing {
     relisting: tokio::sync::Mutex<()>,
     /// A listing in the background is under way.
     background: AtomicBool,
+    /// The current connection pushes `list_changed`: the capability on 2025-11-25 and
+    /// older, an acknowledged listen stream on 2026-07-28.
+    pushes: AtomicBool,
 }
 
 impl Handler {
@@ -112,9 +115,13 @@ impl Server {
         Ok(listed.items)
     }
 
-    /// Whether its tool list is past its `ttlMs`.
+    /// Whether its tool list is past its `ttlMs`, on a connection that does not push
+    /// `list_changed`. Where it does, the pushes keep the list fresh: rmcp answers every
+    /// 2026-07-28 list without a `ttlMs` of its own with `ttlMs: 0`, and a server that
+    /// pushes its changes would otherwise be listed again before every call.
     pub(super) fn list_stale(&self) -> bool {
-        lock(&self.listing.fresh_until).is_some_and(|until| Instant::now() >= until)
+        !self.listing.pushes.load(Ordering::Acquire)
+            && lock(&self.listing.fresh_until).is_some_and(|until| Instant::now() >= until)
     }
 }
 
@@ -185,15 +192,20 @@ pub(super) fn refresh_in_background(client: &Arc<Inner>) {
 
 /// On 2026-07-28, `list_changed` comes only on a `subscriptions/listen` stream: opened for
 /// a connection whose server offers it, read until the connection ends.
-pub(super) fn listen_for_changes(server: &Arc<Server>, peer: &Peer<RoleClient>) {
+/// On 2025-11-25 and older, a server with the capability pushes `list_changed` itself.
+pub(super) fn listen_for_changes(server: &Arc<Server>, peer: &Peer<RoleClient>, generation: u64) {
     let offers = peer.peer_info().is_some_and(|info| {
-        !info.protocol_version.has_initialize()
-            && info
-                .capabilities
-                .tools
-                .as_ref()
-                .is_some_and(|tools| tools.list_changed == Some(true))
+        info.capabilities
+            .tools
+            .as_ref()
+            .is_some_and(|tools| tools.list_changed == Some(true))
     });
+    let pushes = &server.listing.pushes;
+    if !stateless(peer) {
+        pushes.store(offers, Ordering::Release);
+        return;
+    }
+    pushes.store(false, Ordering::Release);
     if !offers {
         return;
     }
@@ -207,6 +219,15 @@ pub(super) fn listen_for_changes(server: &Arc<Server>, peer: &Peer<RoleClient>) 
                 return;
             }
         };
+        let acknowledged = subscription.acknowledged().tools_list_changed == Some(true);
+        let set = |on: bool| {
+            if let Some(server) = server.upgrade()
+                && server.generation() == generation
+            {
+                server.listing.pushes.store(on, Ordering::Release);
+            }
+        };
+        set(acknowledged);
         while let Ok(Some(notification)) = subscription.next().await {
             if !matches!(
                 notification,
@@ -222,5 +243,7 @@ pub(super) fn listen_for_changes(server: &Arc<Server>, peer: &Peer<RoleClient>) 
             };
             client.relist(&server, &peer).await;
         }
+        // The stream ended: the list's `ttlMs` holds again.
+        set(false);
     });
 }
