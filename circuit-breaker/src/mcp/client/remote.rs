@@ -7,13 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::header::{HeaderName, HeaderValue};
-use rmcp::ServiceExt as _;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rustls_platform_verifier::BuilderVerifierExt;
 
-use super::connect::{ConnectFuture, Connected, Connector, Handler};
+use super::connect::{ConnectFuture, Connected, Connector};
+use super::relay::Relayed;
 
 /// The headers rmcp's transport sets itself: a caller's value would break the session.
 const RESERVED: [&str; 5] = [
@@ -38,7 +38,7 @@ pub(super) fn connector(url: &str, headers: Vec<(String, String)>) -> Result<Con
     let headers = header_map(headers)?;
     let client = http_client()?;
     let uri: Arc<str> = url.into();
-    Ok(Arc::new(move |handler: Handler| {
+    Ok(Arc::new(move |handler: Relayed| {
         let mut config = StreamableHttpClientTransportConfig::with_uri(Arc::clone(&uri))
             .custom_headers(headers.clone());
         let mut retry = ExponentialBackoff::default();
@@ -49,7 +49,7 @@ pub(super) fn connector(url: &str, headers: Vec<(String, String)>) -> Result<Con
         let transport = StreamableHttpClientTransport::with_client(client.clone(), config);
         Box::pin(async move {
             let running = handler
-                .serve(transport)
+                .start(transport)
                 .await
                 .map_err(|e| format!("initialize failed: {e}"))?;
             Ok(Connected { running, pid: None })
