@@ -130,9 +130,16 @@ pub struct Http {
     /// The address to listen on: loopback unless said otherwise.
     #[serde(default = "default_bind")]
     pub bind: SocketAddr,
-    /// `Origin` headers accepted besides the loopback ones.
+    /// `Origin` headers accepted besides the loopback ones (`scheme://host:port`).
     #[serde(default)]
     pub allowed_origins: Vec<String>,
+    /// The endpoint's path.
+    #[serde(default = "default_path")]
+    pub path: String,
+}
+
+fn default_path() -> String {
+    "/mcp".to_owned()
 }
 
 fn default_bind() -> SocketAddr {

@@ -84,6 +84,8 @@ async fn b17_arguments_that_do_not_fit_the_schema_never_reach_the_upstream() {
         json!({ "n": "seven" }),
         json!({}),
         json!({ "n": 2, "extra": true }),
+        // Only the full JSON Schema says so: `minimum`.
+        json!({ "n": 0 }),
     ] {
         let answer = guard.call("strict", bad.clone()).await;
         assert_eq!(answer.is_error, Some(true), "{bad}: {answer:?}");

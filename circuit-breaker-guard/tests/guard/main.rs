@@ -8,6 +8,8 @@
 pub mod b17_check;
 #[path = "b17_guard.rs"]
 pub mod b17_guard;
+#[path = "b17_http.rs"]
+pub mod b17_http;
 #[path = "b17_pass_through.rs"]
 pub mod b17_pass_through;
 #[path = "common.rs"]

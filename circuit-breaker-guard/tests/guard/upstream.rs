@@ -66,9 +66,20 @@ fn from<T: serde::de::DeserializeOwned>(value: Value) -> T {
     serde_json::from_value(value).expect("a result the spec allows")
 }
 
-struct Upstream {
+#[derive(Clone)]
+pub struct Upstream {
     flavor: String,
     log: Option<PathBuf>,
+}
+
+impl Upstream {
+    /// The server `flavor` in this process, its requests noted in `log`.
+    pub fn new(flavor: &str, log: PathBuf) -> Self {
+        Upstream {
+            flavor: flavor.to_owned(),
+            log: Some(log),
+        }
+    }
 }
 
 impl Upstream {
