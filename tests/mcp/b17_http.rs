@@ -663,3 +663,46 @@ async fn b17_the_python_sdks_http_client_lists_and_calls() {
     );
     server.shutdown().await;
 }
+
+/// A call in flight when the server shuts down: its event stream ends; rmcp's client waits
+/// the retry interval the server gave (3 s) and tries to resume it, which finds no server,
+/// and the call comes back as the server unreachable, before its deadline, not as the tool's
+/// timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b17_a_call_in_flight_when_the_server_stops_is_the_server_unreachable() {
+    let toolbox = Arc::new(GuardedRemote::new(Remote::default()));
+    let server = serve_remote(&toolbox, HttpOptions::new()).await;
+    let log = Log::default();
+    let events = Arc::clone(&log.0);
+    let client = McpClient::builder()
+        .url("remote", server.url())
+        .deadline(Duration::from_secs(20))
+        .expeditor(move |b| b.observer(move |e: &Event| events.lock().unwrap().push(e.clone())))
+        .build()
+        .await
+        .expect("connected over HTTP");
+    let in_flight = {
+        let client = client.clone();
+        tokio::spawn(async move { client.call("slow", json!({ "ms": 30_000 })).await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let started = Instant::now();
+    server.shutdown().await;
+    let reply = in_flight.await.unwrap();
+    let took = started.elapsed();
+    eprintln!("HTTP: a call in flight at shutdown → ServerDown in {took:?}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    let ReplyOutcome::Failed { message } = &reply.outcome else {
+        panic!("{reply:?}");
+    };
+    assert!(
+        message.contains("MCP server remote cannot be reached"),
+        "{message}"
+    );
+    let downs = log.server_events();
+    assert!(
+        matches!(&downs[..], [Event::ServerDown { server, tools, .. }]
+            if server == "remote" && tools.len() == 2),
+        "{downs:?}"
+    );
+}
