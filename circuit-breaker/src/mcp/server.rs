@@ -112,11 +112,14 @@ impl Session {
 /// definition on every call.
 #[derive(Default)]
 struct Defined {
-    cached: Mutex<Option<(u64, Arc<HashMap<String, ToolDefinition>>)>>,
+    cached: Mutex<Option<(u64, ByName)>>,
 }
 
+/// The definitions by tool name.
+type ByName = Arc<HashMap<String, ToolDefinition>>;
+
 impl Defined {
-    fn get(&self, dispatch: &impl ToolDispatch) -> Arc<HashMap<String, ToolDefinition>> {
+    fn get(&self, dispatch: &impl ToolDispatch) -> ByName {
         let version = dispatch.definitions_version();
         if let Some(version) = version
             && let Some((at, map)) = &*lock(&self.cached)
@@ -124,7 +127,7 @@ impl Defined {
         {
             return Arc::clone(map);
         }
-        let map: Arc<HashMap<_, _>> = Arc::new(
+        let map: ByName = Arc::new(
             dispatch
                 .definitions()
                 .into_iter()
