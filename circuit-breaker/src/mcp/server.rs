@@ -234,7 +234,8 @@ impl<D: ToolDispatch + 'static> McpServer<D> {
     ///
     /// # Errors
     ///
-    /// The client's `initialize` failed, or the service's task panicked.
+    /// The client's `initialize` (on 2026-07-28, its first request) failed, or the
+    /// service's task panicked.
     pub async fn serve_stdio(self) -> Result<QuitReason, RmcpError> {
         let running = self.serve(rmcp::transport::stdio()).await?;
         Ok(running.waiting().await?)
