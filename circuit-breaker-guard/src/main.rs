@@ -355,9 +355,12 @@ async fn run(config: Config, args: Args) -> ExitCode {
             .flatten()
     });
     let code = match http {
-        Some(addr) => serve_http(shared, &addr, &config).await,
-        None => serve_stdio(shared).await,
+        Some(addr) => serve_http(Arc::clone(&shared), &addr, &config).await,
+        None => serve_stdio(Arc::clone(&shared)).await,
     };
+    shared.close();
+    // A moment for the cancellations to reach the upstreams before they are closed.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     eprintln!("{}", client.expeditor().state_table());
     client.shutdown().await;
     code
