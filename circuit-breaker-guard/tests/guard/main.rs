@@ -10,6 +10,8 @@ pub mod b17_check;
 pub mod b17_guard;
 #[path = "b17_http.rs"]
 pub mod b17_http;
+#[path = "b17_latency.rs"]
+pub mod b17_latency;
 #[path = "b17_pass_through.rs"]
 pub mod b17_pass_through;
 #[path = "common.rs"]
