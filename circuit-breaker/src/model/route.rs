@@ -153,10 +153,12 @@ impl<'a> Routes<'a> {
         Routes {
             view,
             def,
-            pass: if def.is_some() {
-                Pass::Low
-            } else {
-                Pass::Scope
+            // A tool without alternatives starts at its fallback: the two passes over none
+            // would only cost the refusal path.
+            pass: match def {
+                Some(def) if !def.alternatives.is_empty() => Pass::Low,
+                Some(_) => Pass::Fallback,
+                None => Pass::Scope,
             },
             index: 0,
         }
