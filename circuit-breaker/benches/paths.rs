@@ -11,6 +11,7 @@
 //!
 //! The instructions of one call are (total at 200,000 − total at 100,000) / 100,000: the
 //! setup, the same in both runs, cancels out. Paths: `healthy-{ours,toolbox,recloser}`,
+//! `healthy-service` (a service's time policy; prints the clock reads, which must be none),
 //! `refusal-{ours,toolbox,recloser}`, `failure-{ours,toolbox,recloser,failsafe}`, `build-1000`
 //! (the memory row's build; run with `--tool=dhat` for where its bytes go). The tools, the
 //! policies and the peers' settings are those of `breakers.rs`. Run by `cargo bench` with no
@@ -88,6 +89,51 @@ impl Failing {
     fn work(&self, x: u64) -> Result<u64, std::io::Error> {
         broken(x)
     }
+}
+
+/// Clock reads, counted by [`Counted`].
+static READS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// [`Fixed`], counting its reads: the time policy's healthy path must read none.
+#[derive(Debug, Clone, Copy)]
+struct Counted;
+
+impl WallClock for Counted {
+    fn now(&self) -> Timestamp {
+        READS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Fixed.now()
+    }
+}
+
+/// The healthy path under a service's time policy (cool-down, budget window): prints the
+/// clock reads of the `n` calls (after the first, which stamps the step's first success).
+#[inline(never)]
+fn healthy_service(n: u64) {
+    let map = CapabilityMap::new().tool(
+        ToolSpec::new("work")
+            .provides("a cheap computation")
+            .fallback("do it by hand"),
+    );
+    let expeditor = Expeditor::builder(map)
+        .policy(Policy::for_service(Policy::default()))
+        .clock(Counted)
+        .build()
+        .expect("valid map");
+    let id = expeditor.tool("work").expect("declared");
+    let call = |x: u64| {
+        if let Decision::Call(ticket) = expeditor.decide(black_box(id))
+            && work(black_box(x)).is_ok()
+        {
+            ticket.success();
+        }
+    };
+    call(0);
+    let before = READS.load(std::sync::atomic::Ordering::Relaxed);
+    for x in 1..=n {
+        call(x);
+    }
+    let reads = READS.load(std::sync::atomic::Ordering::Relaxed) - before;
+    println!("healthy-service: {reads} clock reads in {n} healthy calls");
 }
 
 fn expeditor(threshold: u32) -> (Expeditor, ToolId) {
@@ -213,6 +259,7 @@ fn main() {
     let n: u64 = args.next().and_then(|n| n.parse().ok()).unwrap_or(100_000);
     match path.as_str() {
         "healthy-ours" => healthy_ours(n),
+        "healthy-service" => healthy_service(n),
         "healthy-toolbox" => healthy_toolbox(n),
         "healthy-recloser" => {
             let r = recloser(0.99);
@@ -269,7 +316,7 @@ fn main() {
             std::mem::forget(expeditor);
         }
         _ => println!(
-            "paths: a path and a count, for callgrind: healthy-{{ours,toolbox,recloser}}, \
+            "paths: a path and a count, for callgrind: healthy-{{ours,toolbox,recloser,service}}, \
              refusal-{{ours,toolbox,recloser}}, failure-{{ours,toolbox,recloser,failsafe}}, \
              build-1000"
         ),
