@@ -280,7 +280,8 @@ impl Engine {
         if self.groups.outage_of(tool).is_some() {
             let live_probe = matches!(via, Via::Probe(epoch)
                 if self.records[i].state == CircuitState::HalfOpen
-                    && self.records[i].probe == Some(epoch));
+                    && self.records[i].probe
+                    && self.records[i].epoch == epoch);
             if !live_probe && failure.is_server_unreachable() {
                 // A call sent before the outage was known, failing with it: the outage's
                 // failure, written down and charged once already (R9.4).

@@ -117,7 +117,7 @@ pub(crate) const RUN_MEMORY: usize = 16;
 ///
 /// What a tool that never failed does not need (its last failure, its run of failures, its
 /// last success as a report reads it) is kept behind one pointer, allocated at its first
-/// failure: a healthy tool's breaker is 72 bytes.
+/// failure: a healthy tool's breaker is 56 bytes.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(into = "RecordWire", from = "RecordWire")]
 pub struct BreakerRecord {
@@ -134,16 +134,18 @@ pub struct BreakerRecord {
     /// After a systemic failure: how many probes in a row have failed since recovery was
     /// confirmed, plus one (0: no backoff). Probe intervals double with it (R9.5).
     pub(crate) backoff: u32,
-    /// The epoch of the probe ticket in flight, if any. Never persisted: a probe belongs to
-    /// the process that issued it.
-    pub(crate) probe: Option<u64>,
+    /// Whether a probe ticket is in flight: the ticket of the current [`epoch`](Self::epoch)
+    /// (a probe is granted with a new epoch, and a restore moves the epoch on with no probe
+    /// in flight). A flag, not the epoch again: 16 bytes less for every tool's record. Never
+    /// persisted: a probe belongs to the process that issued it.
+    pub(crate) probe: bool,
     /// Bumped for every probe granted and on restore, so a stale ticket never matches.
     pub(crate) epoch: u64,
 }
 
 // What the documentation above says, on 64-bit targets.
 #[cfg(target_pointer_width = "64")]
-const _: () = assert!(std::mem::size_of::<BreakerRecord>() <= 72);
+const _: () = assert!(std::mem::size_of::<BreakerRecord>() <= 56);
 
 /// The part of a record a tool that never failed does without.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -256,7 +258,7 @@ impl From<RecordWire> for BreakerRecord {
             opened_at_step: wire.opened_at_step,
             total_failures: wire.total_failures,
             backoff: wire.backoff,
-            probe: None,
+            probe: false,
             epoch: 0,
         }
     }
@@ -291,7 +293,7 @@ impl Default for BreakerRecord {
             opened_at_step: None,
             total_failures: 0,
             backoff: 0,
-            probe: None,
+            probe: false,
             epoch: 0,
         }
     }
@@ -406,7 +408,7 @@ impl BreakerRecord {
 
     /// Whether a probe is in flight right now.
     pub fn probe_in_flight(&self) -> bool {
-        self.probe.is_some()
+        self.probe
     }
 
     /// The failures of the current consecutive run, oldest first (at most 16 kept).
@@ -509,10 +511,13 @@ impl BreakerRecord {
                     (Verdict::SkipOpen, None)
                 }
             }
-            CircuitState::HalfOpen => match self.probe {
-                Some(_) => (Verdict::SkipProbeInFlight, None),
-                None => (Verdict::Probe(self.grant_probe()), None),
-            },
+            CircuitState::HalfOpen => {
+                if self.probe {
+                    (Verdict::SkipProbeInFlight, None)
+                } else {
+                    (Verdict::Probe(self.grant_probe()), None)
+                }
+            }
         }
     }
 
@@ -547,7 +552,7 @@ impl BreakerRecord {
 
     fn grant_probe(&mut self) -> u64 {
         self.epoch = self.epoch.wrapping_add(1);
-        self.probe = Some(self.epoch);
+        self.probe = true;
         self.epoch
     }
 
@@ -572,8 +577,8 @@ impl BreakerRecord {
     ) -> Option<Transition> {
         self.write_down(at, step, failure);
         match (via, self.state) {
-            (Via::Probe(epoch), CircuitState::HalfOpen) if self.probe == Some(epoch) => {
-                self.probe = None;
+            (Via::Probe(epoch), CircuitState::HalfOpen) if self.probe && self.epoch == epoch => {
+                self.probe = false;
                 self.open(step);
                 if self.backoff > 0 {
                     self.backoff = self.backoff.saturating_add(1);
@@ -601,7 +606,7 @@ impl BreakerRecord {
     /// (the healthy path writes it without the lock).
     pub(crate) fn succeed(&mut self, via: Via) -> Option<Transition> {
         match (via, self.state) {
-            (Via::Probe(epoch), CircuitState::HalfOpen) if self.probe == Some(epoch) => {
+            (Via::Probe(epoch), CircuitState::HalfOpen) if self.probe && self.epoch == epoch => {
                 self.come_up();
                 Some(Transition::Closed)
             }
@@ -646,14 +651,14 @@ impl BreakerRecord {
     /// whole interval (its server found unreachable, or a probe of it by another tool
     /// failed: B10).
     pub(crate) fn rearm(&mut self, step: u64) {
-        self.probe = None;
+        self.probe = false;
         self.open(step);
     }
 
     /// CLOSED, the run forgotten: a successful probe of its own, or its server reached
     /// again by another tool's probe or another worker's (B10, B11).
     pub(crate) fn come_up(&mut self) {
-        self.probe = None;
+        self.probe = false;
         self.state = CircuitState::Closed;
         self.consecutive_failures = 0;
         self.forget_run();
@@ -670,8 +675,8 @@ impl BreakerRecord {
     /// frees the half-open slot so the next attempt can probe.
     pub(crate) fn cancel(&mut self, via: Via) -> Option<Transition> {
         match via {
-            Via::Probe(epoch) if self.probe == Some(epoch) => {
-                self.probe = None;
+            Via::Probe(epoch) if self.probe && self.epoch == epoch => {
+                self.probe = false;
                 Some(Transition::ProbeReleased)
             }
             _ => None,
