@@ -198,11 +198,8 @@ impl<'a> Iterator for Routes<'a> {
                 }
                 Pass::Fallback => {
                     self.pass = Pass::Scope;
-                    if let Some(def) = self.def {
-                        let text = def.spec.fallback();
-                        if text.chars().any(|c| !c.is_whitespace()) {
-                            return Some(Route::Fallback(text));
-                        }
+                    if let Some(def) = self.def.filter(|def| def.fallback_given) {
+                        return Some(Route::Fallback(def.spec.fallback()));
                     }
                 }
                 Pass::Scope => {
