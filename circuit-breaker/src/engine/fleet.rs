@@ -146,7 +146,7 @@ impl Engine {
             .as_ref()
             .is_some_and(|r| r.worker == open.worker);
         let takes_it_down = record.state == CircuitState::Closed
-            || (record.state == CircuitState::HalfOpen && record.probe.is_none());
+            || (record.state == CircuitState::HalfOpen && !record.probe);
         // The fleet probes once per cool-down: a newer opening sets when, for every worker.
         let newer = slot
             .remote
@@ -205,7 +205,7 @@ impl Engine {
             return false;
         }
         let record = &self.records[i];
-        if closed && record.state != CircuitState::Closed && record.probe.is_none() {
+        if closed && record.state != CircuitState::Closed && !record.probe {
             *slot = FleetSlot::default();
             self.bring_back(id, changes);
             changes.events.push(Event::SharedClosed {
@@ -256,7 +256,7 @@ impl Engine {
             return false;
         };
         let i = id.index() as usize;
-        let in_flight = self.records.get(i).is_some_and(|r| r.probe.is_some());
+        let in_flight = self.records.get(i).is_some_and(|r| r.probe);
         let Some(slot) = self.fleet.as_mut().and_then(|f| f.slots.get_mut(i)) else {
             return false;
         };

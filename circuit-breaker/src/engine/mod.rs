@@ -51,7 +51,6 @@ mod tools;
 mod verdict;
 mod view;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::clock::Timestamp;
@@ -62,7 +61,7 @@ use crate::model::breaker::{BreakerRecord, CircuitState, Transition, Verdict as 
 use crate::model::budget::Budget;
 use crate::model::cascade::{Cascade, may_correlate};
 use crate::model::group::Groups;
-use crate::model::id::{ToolId, ToolName};
+use crate::model::id::ToolId;
 use crate::model::precheck::Precheck;
 use crate::model::registry::ToolDef;
 use crate::policy::Policy;
@@ -83,8 +82,10 @@ use time::Timers;
 pub(crate) struct Engine {
     policy: Policy,
     defs: Vec<Arc<ToolDef>>,
-    /// By name: the key is the definition's own [`ToolName`], not a copy of the text.
-    names: HashMap<ToolName, ToolId>,
+    /// By name: every tool's id, ordered by its name (the first registered of a name
+    /// only). Four bytes a tool, against some fifty for a hash map of names; a lookup by name
+    /// is a binary search over the definitions' own names.
+    names: Vec<ToolId>,
     records: Vec<BreakerRecord>,
     prechecks: Vec<Precheck>,
     budget: Budget,
@@ -113,7 +114,7 @@ impl Engine {
         Engine {
             policy,
             defs: Vec::new(),
-            names: HashMap::new(),
+            names: Vec::new(),
             records: Vec::new(),
             prechecks: Vec::new(),
             budget: Budget::new(policy.budget()),
@@ -273,14 +274,14 @@ impl Engine {
                 paused: self.halt.is_some(),
             };
         }
-        let def = Arc::clone(&self.defs[i]);
-        let name = def.spec.name();
+        // The definition is read in place (no `Arc` clone: two atomic operations a failure).
         let during_event = self.cascade.active();
         let category = failure.category();
         if self.groups.outage_of(tool).is_some() {
             let live_probe = matches!(via, Via::Probe(epoch)
                 if self.records[i].state == CircuitState::HalfOpen
-                    && self.records[i].probe == Some(epoch));
+                    && self.records[i].probe
+                    && self.records[i].epoch == epoch);
             if !live_probe && failure.is_server_unreachable() {
                 // A call sent before the outage was known, failing with it: the outage's
                 // failure, written down and charged once already (R9.4).
@@ -313,11 +314,12 @@ impl Engine {
             // Failures that left the window no longer count against this one (B13).
             self.budget.expire(now, window);
         }
+        let def = &self.defs[i];
         let exhausted_now =
             self.budget
                 .charge(&def.name, failure.clone(), step, now, pending, call_id);
         if during_event {
-            self.cascade.join(tool, name);
+            self.cascade.join(tool, def.spec.name());
             self.budget.absorb_last();
         }
         let settings = crate::model::breaker::Settings {
@@ -332,7 +334,7 @@ impl Engine {
             changes.attempts.push((tool, record.attempts_since_open));
         }
         if let Some(t) = transition {
-            changes.events.push(transition_event(&def, record, t));
+            changes.events.push(transition_event(def, record, t));
         }
         if transition == Some(Transition::Reopened) {
             self.rearm_outage(tool, Some(tool), step, now, changes);

@@ -101,7 +101,7 @@ impl Engine {
             successes[i] = tool.breaker.last_success().copied();
             cancellations[i] = tool.breaker.cancelled();
             let mut record = BreakerRecord {
-                probe: None,
+                probe: false,
                 epoch,
                 ..tool.breaker.clone()
             };

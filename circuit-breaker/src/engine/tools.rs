@@ -37,12 +37,19 @@ impl Engine {
             .iter()
             .map(|spec| {
                 ToolDef::new(spec.clone(), &self.policy, |name| {
-                    self.names.get(name).or_else(|| planned.get(name)).copied()
+                    self.id(name).or_else(|| planned.get(name).copied())
                 })
             })
             .collect();
         drop(planned);
         let mut ids = Vec::with_capacity(defs.len());
+        // Exactly: a map's tools come in one batch, and doubling would leave up to half of
+        // each table unused (B5's heap per tool).
+        if defs.len() > 1 {
+            self.records.reserve_exact(defs.len());
+            self.prechecks.reserve_exact(defs.len());
+            self.defs.reserve_exact(defs.len());
+        }
         for def in defs {
             let Ok(index) = u32::try_from(self.records.len()) else {
                 break;
@@ -50,7 +57,6 @@ impl Engine {
             let id = ToolId::from_index(index);
             let def = Arc::new(def);
             let name = def.spec.name();
-            self.names.entry(def.name.clone()).or_insert(id);
             let disallowed = self
                 .allowed
                 .as_ref()
@@ -78,8 +84,29 @@ impl Engine {
             changes.touch(id);
             ids.push(id);
         }
+        self.index_names(&ids);
         self.shares = None;
         ids
+    }
+
+    /// Adds `ids` (just registered, in id order) to the name index: one sort of the whole
+    /// index, stable, so that of two tools of one name the first registered stays first,
+    /// and only it is kept.
+    fn index_names(&mut self, ids: &[ToolId]) {
+        if let [id] = ids {
+            // One tool found at run time: put in its place.
+            if let Err(at) = self.name_slot(self.defs[id.index() as usize].spec.name()) {
+                self.names.insert(at, *id);
+            }
+            return;
+        }
+        self.names.reserve_exact(ids.len());
+        self.names.extend_from_slice(ids);
+        let defs = &self.defs;
+        let name = |id: &ToolId| defs.get(id.index() as usize).map_or("", |d| d.spec.name());
+        self.names.sort_by(|a, b| name(a).cmp(name(b)));
+        self.names
+            .dedup_by(|later, first| name(later) == name(first));
     }
 
     /// Registers a tool found at run time (R2.4, B6), checked like a map entry (R1.4).

@@ -33,7 +33,18 @@ impl Engine {
     }
 
     pub(crate) fn id(&self, name: &str) -> Option<ToolId> {
-        self.names.get(name).copied()
+        let at = self.name_slot(name).ok()?;
+        self.names.get(at).copied()
+    }
+
+    /// Where `name` is in the name index: found, or where it would go.
+    pub(super) fn name_slot(&self, name: &str) -> Result<usize, usize> {
+        self.names.binary_search_by(|id| {
+            self.defs
+                .get(id.index() as usize)
+                .map_or("", |d| d.spec.name())
+                .cmp(name)
+        })
     }
 
     pub(crate) fn def(&self, tool: ToolId) -> Option<&Arc<ToolDef>> {

@@ -196,8 +196,18 @@ pub fn finish_fresh<T, E>(
 /// out of line: the caller builds its `Err` in place, so the healthy path's `Result` never
 /// has its address taken (an out-of-line function writing the return value would keep it in
 /// memory on every path).
+///
+/// Inlined, the check whether anyone listens comes first: when nobody does, the refusal's
+/// state (a lookup) is never read.
+#[inline]
+pub fn trace_refusal(refusal: &Refusal) {
+    if crate::telemetry::wanted() {
+        trace_refusal_now(refusal);
+    }
+}
+
 #[cold]
 #[inline(never)]
-pub fn trace_refusal(refusal: &Refusal) {
+fn trace_refusal_now(refusal: &Refusal) {
     crate::telemetry::refused(refusal.reason(), refusal.state(), || refusal.route());
 }

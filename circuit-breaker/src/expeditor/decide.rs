@@ -68,6 +68,17 @@ impl<'a> Skip<'a> {
 
     /// The best route (R4.1): never `None`, scope reduction at worst.
     pub fn route(&self) -> Route<'a> {
+        // A tool without alternatives has one route whatever the state: said at once, without
+        // the iterator (the refusal path of every generated method asks for it).
+        if let Some(def) = self.slot.map(|s| &*s.def)
+            && def.alternatives.is_empty()
+        {
+            return if def.fallback_given {
+                Route::Fallback(def.spec.fallback())
+            } else {
+                Route::ScopeReduction
+            };
+        }
         self.routes().next().unwrap_or(Route::ScopeReduction)
     }
 

@@ -117,7 +117,7 @@ pub(crate) const RUN_MEMORY: usize = 16;
 ///
 /// What a tool that never failed does not need (its last failure, its run of failures, its
 /// last success as a report reads it) is kept behind one pointer, allocated at its first
-/// failure: a healthy tool's breaker is 72 bytes.
+/// failure: a healthy tool's breaker is 56 bytes.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(into = "RecordWire", from = "RecordWire")]
 pub struct BreakerRecord {
@@ -134,23 +134,27 @@ pub struct BreakerRecord {
     /// After a systemic failure: how many probes in a row have failed since recovery was
     /// confirmed, plus one (0: no backoff). Probe intervals double with it (R9.5).
     pub(crate) backoff: u32,
-    /// The epoch of the probe ticket in flight, if any. Never persisted: a probe belongs to
-    /// the process that issued it.
-    pub(crate) probe: Option<u64>,
+    /// Whether a probe ticket is in flight: the ticket of the current [`epoch`](Self::epoch)
+    /// (a probe is granted with a new epoch, and a restore moves the epoch on with no probe
+    /// in flight). A flag, not the epoch again: 16 bytes less for every tool's record. Never
+    /// persisted: a probe belongs to the process that issued it.
+    pub(crate) probe: bool,
     /// Bumped for every probe granted and on restore, so a stale ticket never matches.
     pub(crate) epoch: u64,
 }
 
 // What the documentation above says, on 64-bit targets.
 #[cfg(target_pointer_width = "64")]
-const _: () = assert!(std::mem::size_of::<BreakerRecord>() <= 72);
+const _: () = assert!(std::mem::size_of::<BreakerRecord>() <= 56);
 
 /// The part of a record a tool that never failed does without.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct History {
     last_failure: Option<FailureMark>,
     last_success: Option<SuccessMark>,
-    /// The failures of the current consecutive run (the last [`RUN_MEMORY`]).
+    /// The failures of the current consecutive run: the last [`RUN_MEMORY`] of it are the
+    /// run as read ([`History::run`]). Up to twice that many are held, and the older half goes
+    /// at once, so that a failure moves one earlier failure on average, not fifteen.
     recent_failures: Vec<Failure>,
     /// When an OPEN circuit's probe is due by time (B13), if the policy has a cool-down.
     due_at: Option<Timestamp>,
@@ -159,6 +163,35 @@ pub(crate) struct History {
     /// Calls dropped by their caller before they answered (B13): counted, never charged.
     /// Kept by the mirror's cell, like the last success; here when a report reads it.
     cancelled: u64,
+}
+
+/// A copy holds the run as read, no more (a snapshot, a report).
+impl Clone for History {
+    fn clone(&self) -> Self {
+        History {
+            last_failure: self.last_failure.clone(),
+            last_success: self.last_success,
+            recent_failures: self.run().to_vec(),
+            due_at: self.due_at,
+            failed_probes: self.failed_probes,
+            cancelled: self.cancelled,
+        }
+    }
+}
+
+impl History {
+    /// The run as read: its last [`RUN_MEMORY`] failures, oldest first.
+    fn run(&self) -> &[Failure] {
+        let held = &self.recent_failures;
+        &held[held.len().saturating_sub(RUN_MEMORY)..]
+    }
+
+    /// [`run`](Self::run), owned: what a snapshot keeps.
+    fn take_run(&mut self) -> Vec<Failure> {
+        let older = self.recent_failures.len().saturating_sub(RUN_MEMORY);
+        self.recent_failures.drain(..older);
+        std::mem::take(&mut self.recent_failures)
+    }
 }
 
 /// A record as snapshots write and read it (the format of every version so far).
@@ -188,7 +221,8 @@ struct RecordWire {
 
 impl From<BreakerRecord> for RecordWire {
     fn from(record: BreakerRecord) -> Self {
-        let history = record.history.map(|h| *h).unwrap_or_default();
+        let mut history = record.history.map(|h| *h).unwrap_or_default();
+        let recent_failures = history.take_run();
         RecordWire {
             state: record.state,
             consecutive_failures: record.consecutive_failures,
@@ -196,7 +230,7 @@ impl From<BreakerRecord> for RecordWire {
             last_success: history.last_success,
             opened_at_step: record.opened_at_step,
             attempts_since_open: record.attempts_since_open,
-            recent_failures: history.recent_failures,
+            recent_failures,
             total_failures: record.total_failures,
             backoff: record.backoff,
             probe_due_at: history.due_at,
@@ -224,7 +258,7 @@ impl From<RecordWire> for BreakerRecord {
             opened_at_step: wire.opened_at_step,
             total_failures: wire.total_failures,
             backoff: wire.backoff,
-            probe: None,
+            probe: false,
             epoch: 0,
         }
     }
@@ -259,7 +293,7 @@ impl Default for BreakerRecord {
             opened_at_step: None,
             total_failures: 0,
             backoff: 0,
-            probe: None,
+            probe: false,
             epoch: 0,
         }
     }
@@ -374,14 +408,12 @@ impl BreakerRecord {
 
     /// Whether a probe is in flight right now.
     pub fn probe_in_flight(&self) -> bool {
-        self.probe.is_some()
+        self.probe
     }
 
     /// The failures of the current consecutive run, oldest first (at most 16 kept).
     pub fn recent_failures(&self) -> &[Failure] {
-        self.history
-            .as_ref()
-            .map_or(&[], |h| h.recent_failures.as_slice())
+        self.history.as_ref().map_or(&[], |h| h.run())
     }
 
     /// The categories of the current run, if they all agree.
@@ -398,7 +430,11 @@ impl BreakerRecord {
             Err("an OPEN or HALF-OPEN circuit must record the step it opened at")
         } else if open && self.consecutive_failures == 0 {
             Err("an OPEN or HALF-OPEN circuit must have at least one consecutive failure")
-        } else if self.recent_failures().len() > RUN_MEMORY {
+        } else if self
+            .history
+            .as_ref()
+            .is_some_and(|h| h.recent_failures.len() > RUN_MEMORY)
+        {
             Err("more recent failures than a breaker keeps")
         } else if u64::from(self.consecutive_failures) > self.total_failures {
             Err("more consecutive failures than failures in total")
@@ -475,10 +511,13 @@ impl BreakerRecord {
                     (Verdict::SkipOpen, None)
                 }
             }
-            CircuitState::HalfOpen => match self.probe {
-                Some(_) => (Verdict::SkipProbeInFlight, None),
-                None => (Verdict::Probe(self.grant_probe()), None),
-            },
+            CircuitState::HalfOpen => {
+                if self.probe {
+                    (Verdict::SkipProbeInFlight, None)
+                } else {
+                    (Verdict::Probe(self.grant_probe()), None)
+                }
+            }
         }
     }
 
@@ -513,7 +552,7 @@ impl BreakerRecord {
 
     fn grant_probe(&mut self) -> u64 {
         self.epoch = self.epoch.wrapping_add(1);
-        self.probe = Some(self.epoch);
+        self.probe = true;
         self.epoch
     }
 
@@ -538,8 +577,8 @@ impl BreakerRecord {
     ) -> Option<Transition> {
         self.write_down(at, step, failure);
         match (via, self.state) {
-            (Via::Probe(epoch), CircuitState::HalfOpen) if self.probe == Some(epoch) => {
-                self.probe = None;
+            (Via::Probe(epoch), CircuitState::HalfOpen) if self.probe && self.epoch == epoch => {
+                self.probe = false;
                 self.open(step);
                 if self.backoff > 0 {
                     self.backoff = self.backoff.saturating_add(1);
@@ -567,7 +606,7 @@ impl BreakerRecord {
     /// (the healthy path writes it without the lock).
     pub(crate) fn succeed(&mut self, via: Via) -> Option<Transition> {
         match (via, self.state) {
-            (Via::Probe(epoch), CircuitState::HalfOpen) if self.probe == Some(epoch) => {
+            (Via::Probe(epoch), CircuitState::HalfOpen) if self.probe && self.epoch == epoch => {
                 self.come_up();
                 Some(Transition::Closed)
             }
@@ -601,8 +640,8 @@ impl BreakerRecord {
         self.consecutive_failures = self.consecutive_failures.saturating_add(1);
         self.total_failures = self.total_failures.saturating_add(1);
         let history = self.history.get_or_insert_with(Box::default);
-        if history.recent_failures.len() == RUN_MEMORY {
-            history.recent_failures.remove(0);
+        if history.recent_failures.len() >= 2 * RUN_MEMORY {
+            history.recent_failures.drain(..RUN_MEMORY);
         }
         history.recent_failures.push(failure.clone());
         history.last_failure = Some(FailureMark { at, step, failure });
@@ -612,14 +651,14 @@ impl BreakerRecord {
     /// whole interval (its server found unreachable, or a probe of it by another tool
     /// failed: B10).
     pub(crate) fn rearm(&mut self, step: u64) {
-        self.probe = None;
+        self.probe = false;
         self.open(step);
     }
 
     /// CLOSED, the run forgotten: a successful probe of its own, or its server reached
     /// again by another tool's probe or another worker's (B10, B11).
     pub(crate) fn come_up(&mut self) {
-        self.probe = None;
+        self.probe = false;
         self.state = CircuitState::Closed;
         self.consecutive_failures = 0;
         self.forget_run();
@@ -636,8 +675,8 @@ impl BreakerRecord {
     /// frees the half-open slot so the next attempt can probe.
     pub(crate) fn cancel(&mut self, via: Via) -> Option<Transition> {
         match via {
-            Via::Probe(epoch) if self.probe == Some(epoch) => {
-                self.probe = None;
+            Via::Probe(epoch) if self.probe && self.epoch == epoch => {
+                self.probe = false;
                 Some(Transition::ProbeReleased)
             }
             _ => None,

@@ -110,7 +110,14 @@ impl Groups {
             self.groups[index].members.push(tool);
             u32::try_from(index).ok()
         });
-        self.of.push(group);
+        // Only a tool on a server needs a cell: tools on none (most) cost nothing here.
+        if let Some(group) = group {
+            let i = tool.index() as usize;
+            if self.of.len() <= i {
+                self.of.resize(i + 1, None);
+            }
+            self.of[i] = Some(group);
+        }
     }
 
     /// The index of the group of `server`, if a tool is on it.

@@ -18,6 +18,8 @@ pub(crate) struct ToolDef {
     /// alternative that names no tool can never shift the others (a misroute).
     pub(crate) alternatives: Box<[Option<ToolId>]>,
     pub(crate) settings: Settings,
+    /// Whether the spec's fallback says anything (not empty nor blank): a route, read once.
+    pub(crate) fallback_given: bool,
 }
 
 impl ToolDef {
@@ -38,6 +40,7 @@ impl ToolDef {
             probe_unit: policy.probe_unit(),
         };
         ToolDef {
+            fallback_given: spec.fallback().chars().any(|c| !c.is_whitespace()),
             name: ToolName::from(spec.name()),
             spec,
             alternatives,

@@ -153,10 +153,12 @@ impl<'a> Routes<'a> {
         Routes {
             view,
             def,
-            pass: if def.is_some() {
-                Pass::Low
-            } else {
-                Pass::Scope
+            // A tool without alternatives starts at its fallback: the two passes over none
+            // would only cost the refusal path.
+            pass: match def {
+                Some(def) if !def.alternatives.is_empty() => Pass::Low,
+                Some(_) => Pass::Fallback,
+                None => Pass::Scope,
             },
             index: 0,
         }
@@ -196,11 +198,8 @@ impl<'a> Iterator for Routes<'a> {
                 }
                 Pass::Fallback => {
                     self.pass = Pass::Scope;
-                    if let Some(def) = self.def {
-                        let text = def.spec.fallback();
-                        if text.chars().any(|c| !c.is_whitespace()) {
-                            return Some(Route::Fallback(text));
-                        }
+                    if let Some(def) = self.def.filter(|def| def.fallback_given) {
+                        return Some(Route::Fallback(def.spec.fallback()));
                     }
                 }
                 Pass::Scope => {

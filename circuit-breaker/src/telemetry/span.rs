@@ -109,7 +109,7 @@ fn open(tool: &str, tool_type: &'static str) -> (Span, bool) {
 /// for a subscriber that may want the call, is out of line, so that a guarded method that
 /// inlines this stays small (its registers and frame are the healthy path's).
 #[inline]
-pub(super) fn wanted() -> bool {
+pub(crate) fn wanted() -> bool {
     tracing::level_enabled!(tracing::Level::INFO) && interested()
 }
 

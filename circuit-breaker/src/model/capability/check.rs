@@ -46,11 +46,12 @@ pub(crate) fn check_tool(
                 });
             }
         }
-        Some(TimeoutSpec::Unreadable { text, why }) => errors.push(MapError::InvalidTimeout {
+        Some(TimeoutSpec::Unreadable(unreadable)) => errors.push(MapError::InvalidTimeout {
             tool: label(),
-            timeout: text.to_string(),
+            timeout: unreadable.text.to_string(),
             why: format!(
-                "it is not a duration ({why}); write one with its unit, e.g. \"30s\", \"2m\" or \"1m 30s\""
+                "it is not a duration ({}); write one with its unit, e.g. \"30s\", \"2m\" or \"1m 30s\"",
+                unreadable.why
             ),
         }),
     }

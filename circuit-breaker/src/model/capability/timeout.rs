@@ -39,7 +39,15 @@ pub fn timeout_problem(timeout: Duration) -> Option<String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum TimeoutSpec {
     Set(Duration),
-    Unreadable { text: Text, why: Text },
+    /// Boxed: a rare mistake, kept out of every tool's spec (B5's heap per tool).
+    Unreadable(Box<Unreadable>),
+}
+
+/// A timeout that is no duration: what the document said, and why it is none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Unreadable {
+    pub(super) text: Text,
+    pub(super) why: Text,
 }
 
 impl Serialize for TimeoutSpec {
@@ -48,7 +56,7 @@ impl Serialize for TimeoutSpec {
             TimeoutSpec::Set(d) => {
                 serializer.serialize_str(&humantime::format_duration(*d).to_string())
             }
-            TimeoutSpec::Unreadable { text, .. } => serializer.serialize_str(text),
+            TimeoutSpec::Unreadable(unreadable) => serializer.serialize_str(&unreadable.text),
         }
     }
 }
@@ -64,10 +72,10 @@ impl<'de> Deserialize<'de> for TimeoutSpec {
             fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<TimeoutSpec, E> {
                 Ok(match humantime::parse_duration(text.trim()) {
                     Ok(d) => TimeoutSpec::Set(d),
-                    Err(e) => TimeoutSpec::Unreadable {
+                    Err(e) => TimeoutSpec::Unreadable(Box::new(Unreadable {
                         text: clip_text(text),
                         why: Cow::Owned(e.to_string()),
-                    },
+                    })),
                 })
             }
             fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<TimeoutSpec, E> {
@@ -86,10 +94,10 @@ impl<'de> Deserialize<'de> for TimeoutSpec {
 
 /// A number without a unit: `30` could be seconds or milliseconds, so it is not guessed.
 fn bare_number(text: String) -> TimeoutSpec {
-    TimeoutSpec::Unreadable {
+    TimeoutSpec::Unreadable(Box::new(Unreadable {
         text: Cow::Owned(text),
         why: Cow::Borrowed("a number without a unit"),
-    }
+    }))
 }
 
 /// At most 64 characters of what a document said, for an error message.

@@ -37,12 +37,17 @@ pub struct ToolSpec {
     /// The server the tool lives on (an MCP server, say): its tools are one group, down
     /// together when the server cannot be reached (B10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    server: Option<Text>,
+    ///
+    /// Boxed, like the caller's errors below: most tools are on no server and say nothing of
+    /// their errors, and every tool's spec is kept for as long as its expeditor (B5's heap
+    /// per tool).
+    server: Option<Box<Text>>,
     /// The categories of the tool's reported errors that are the caller's mistake (B14), for
     /// tools whose errors are untyped (a foreign MCP server's); `None` keeps the server's or
     /// the client's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    caller_errors: Option<Vec<crate::model::failure::FailureCategory>>,
+    #[allow(clippy::box_collection)] // one pointer, not a `Vec`'s three, in every tool's spec
+    caller_errors: Option<Box<Vec<crate::model::failure::FailureCategory>>>,
     /// The deadline of one call (B13), as a humantime string (`"30s"`, `"1m 30s"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) timeout: Option<TimeoutSpec>,
@@ -117,7 +122,7 @@ impl ToolSpec {
     /// The categories of the tool's reported errors that are the caller's mistake, if the
     /// map says ([`ToolSpecBuilder::caller_errors`]).
     pub fn caller_errors(&self) -> Option<&[crate::model::failure::FailureCategory]> {
-        self.caller_errors.as_deref()
+        self.caller_errors.as_deref().map(Vec::as_slice)
     }
 
     /// The tool's name.
@@ -159,7 +164,7 @@ impl ToolSpec {
     /// The server the tool lives on, if it is one of a group (B10): when a call finds the
     /// server unreachable, every tool of the same server goes down with it, as one event.
     pub fn server(&self) -> Option<&str> {
-        self.server.as_deref()
+        self.server.as_deref().map(|server| &**server)
     }
 
     /// The deadline of one call to the tool (B13), if it has one: a call still running then
@@ -251,7 +256,7 @@ impl ToolSpecBuilder {
     /// unreachable ([`Failure::server_unreachable`](crate::Failure::server_unreachable)), and
     /// brought back together by one successful probe (B10).
     pub fn server(mut self, server: impl Into<Text>) -> Self {
-        self.spec.server = Some(server.into());
+        self.spec.server = Some(Box::new(server.into()));
         self
     }
 
@@ -263,7 +268,7 @@ impl ToolSpecBuilder {
         mut self,
         categories: impl IntoIterator<Item = crate::model::failure::FailureCategory>,
     ) -> Self {
-        self.spec.caller_errors = Some(categories.into_iter().collect());
+        self.spec.caller_errors = Some(Box::new(categories.into_iter().collect()));
         self
     }
 

@@ -136,7 +136,10 @@ impl Failure {
     /// [`from_error`](Self::from_error) or `From<io::Error>`.
     pub fn new(message: impl Into<Cow<'static, str>>) -> Self {
         let message = Text::from(message.into());
-        let category = FailureCategory::from_message(&message);
+        let category = match message {
+            Text::Static(text) => text::static_category(text),
+            Text::Shared(ref text) => FailureCategory::from_message(text),
+        };
         Failure {
             message,
             category,
@@ -350,8 +353,9 @@ impl From<&'static str> for Failure {
     /// A literal message, kept as it is: no allocation, and recording it copies a pointer.
     /// (A borrowed message that is not `'static` goes through [`Failure::new`] with an owned
     /// `String`, or [`Failure::from_error`] for an error.)
+    #[inline]
     fn from(message: &'static str) -> Self {
-        Failure::new(message)
+        Failure::of_text(Text::Static(message), text::static_category(message))
     }
 }
 

@@ -103,6 +103,42 @@ pub(super) fn guess_from_display(value: &(impl fmt::Display + ?Sized)) -> Failur
     FailureCategory::from_message(&value.to_string())
 }
 
+/// Slots of [`static_category`]'s cache, per thread.
+const CACHED: usize = 8;
+
+thread_local! {
+    /// The categories of the `&'static str` messages seen last on this thread, by address
+    /// and length: direct-mapped on the address.
+    static CATEGORIES: [std::cell::Cell<(usize, usize, FailureCategory)>; CACHED] =
+        const { [const { std::cell::Cell::new((0, 0, FailureCategory::Other)) }; CACHED] };
+}
+
+/// [`FailureCategory::from_message`] of a `&'static str`, remembered per thread by its
+/// address and length. A tool that fails with a literal fails with the same one again and
+/// again, and reading a message costs some 80 instructions a byte, more than the rest of a
+/// recorded failure; a `'static` text never changes nor moves, so where it lies says what
+/// it reads.
+#[inline]
+pub(super) fn static_category(text: &'static str) -> FailureCategory {
+    let key = (text.as_ptr() as usize, text.len());
+    let slot = (key.0 >> 3) % CACHED;
+    if let Ok((at, len, category)) = CATEGORIES.try_with(|cache| cache[slot].get())
+        && (at, len) == key
+    {
+        return category;
+    }
+    read_static(text, key, slot)
+}
+
+/// [`static_category`] on a miss: the message read, and remembered.
+#[cold]
+#[inline(never)]
+fn read_static(text: &'static str, key: (usize, usize), slot: usize) -> FailureCategory {
+    let category = FailureCategory::from_message(text);
+    let _ = CATEGORIES.try_with(|cache| cache[slot].set((key.0, key.1, category)));
+    category
+}
+
 /// A message formatted on the stack: up to [`STACK_MESSAGE`] bytes, else an error.
 struct Stack {
     buf: [u8; STACK_MESSAGE],
