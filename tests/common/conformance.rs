@@ -191,11 +191,6 @@ impl Conformance {
         conformance
     }
 
-    /// The installed Node (22), for running the suite, the server, or anything else of theirs.
-    pub fn node(&self) -> &Path {
-        &self.node
-    }
-
     fn package(&self, name: &str) -> PathBuf {
         self.root.join("node_modules").join(name)
     }

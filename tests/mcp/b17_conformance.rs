@@ -17,7 +17,11 @@
 #[path = "../common/conformance.rs"]
 mod conformance;
 
-use conformance::{Conformance, SuiteRun, table};
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+use conformance::{Conformance, ServerProcess, SuiteRun, free_port, table, target_dir};
 
 /// The scenarios the reference server passes directly with the pinned versions: fewer means
 /// the setup broke (the suite could not reach it, or changed), not that the guard did.
@@ -46,6 +50,58 @@ fn lost(direct: &SuiteRun, through: &SuiteRun) -> Vec<String> {
         .collect()
 }
 
+/// The guard's binary, built (or found up to date) by cargo once per test process: this
+/// package cannot name another package's binary, and a test run on its own builds none.
+fn guard_binary() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = std::env::current_exe().expect("the test's path");
+            let profile = exe
+                .parent()
+                .and_then(|deps| deps.parent())
+                .expect("target/<profile>/deps");
+            let mut cargo = Command::new(env!("CARGO"));
+            cargo
+                .args(["build", "--quiet", "-p", GUARD_PACKAGE, "--bin", GUARD_BIN])
+                .arg("--manifest-path")
+                .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
+                .arg("--target-dir")
+                .arg(target_dir());
+            if profile.file_name().is_some_and(|p| p == "release") {
+                cargo.arg("--release");
+            }
+            let status = cargo.status().expect("run cargo");
+            assert!(status.success(), "cargo build -p {GUARD_PACKAGE} failed");
+            profile.join(format!("{GUARD_BIN}{}", std::env::consts::EXE_SUFFIX))
+        })
+        .clone()
+}
+
+const GUARD_PACKAGE: &str = "agent-circuit-breaker-guard";
+const GUARD_BIN: &str = "circuit-breaker-guard";
+
+/// The guard serving streamable HTTP on a free port, in front of the one upstream `upstream`
+/// (the YAML of one `upstreams:` entry, without its name).
+fn guard(suite: &Conformance, label: &str, upstream: &str) -> ServerProcess {
+    let dir = suite.fresh_dir(label);
+    std::fs::create_dir_all(&dir).expect("the guard's dir");
+    let port = free_port();
+    let config = dir.join("guard.yaml");
+    let text = format!(
+        "upstreams:\n  - name: everything\n{upstream}serve:\n  http:\n    bind: \"127.0.0.1:{port}\"\n"
+    );
+    std::fs::write(&config, text).expect("write the guard's config");
+    let mut command = Command::new(guard_binary());
+    command.arg("--config").arg(&config);
+    ServerProcess::start(command, port, dir.join("guard.log"))
+}
+
+/// `value` as a YAML scalar (JSON's string syntax is YAML's double-quoted one).
+fn yaml(value: &str) -> String {
+    serde_json::Value::from(value).to_string()
+}
+
 #[test]
 fn b17_conformance_through_the_guard() {
     let suite = Conformance::installed();
@@ -62,6 +118,38 @@ fn b17_conformance_through_the_guard() {
         direct.output,
         everything.log_text()
     );
-    println!("{}", table(&[&direct]));
-    let _ = lost;
+
+    // The common case: the upstream is the guard's child, over stdio.
+    let (node, args) = suite.everything_stdio();
+    let args: Vec<String> = args.iter().map(|arg| yaml(arg)).collect();
+    let stdio_guard = guard(
+        &suite,
+        "guard-stdio",
+        &format!(
+            "    command: {}\n    args: [{}]\n",
+            yaml(&node.display().to_string()),
+            args.join(", ")
+        ),
+    );
+    let stdio = suite.run("stdio", &stdio_guard.url);
+    // The upstream over streamable HTTP: the reference server already running.
+    let http_guard = guard(
+        &suite,
+        "guard-http",
+        &format!("    url: {}\n", yaml(&everything.url)),
+    );
+    let http = suite.run("http", &http_guard.url);
+
+    println!("{}", table(&[&direct, &stdio, &http]));
+    for (run, guard) in [(&stdio, &stdio_guard), (&http, &http_guard)] {
+        let lost = lost(&direct, run);
+        assert!(
+            lost.is_empty(),
+            "through the guard ({} upstream), the suite fails what passes directly: {lost:#?}\n{}\n{}\nguard log:\n{}",
+            run.label,
+            table(&[&direct, &stdio, &http]),
+            run.output,
+            guard.log_text()
+        );
+    }
 }
