@@ -166,9 +166,11 @@ mod server;
 
 pub use client::{
     DEFAULT_CALLER_ERRORS, DEFAULT_CONNECT_TIMEOUT, DEFAULT_DEADLINE, DEFAULT_HEALTH_TTL,
-    DEFAULT_PING_TIMEOUT, DuplicateTool, McpClient, McpClientBuilder, McpClientError,
-    OverlayProblem, ServerCommand,
+    DEFAULT_PING_TIMEOUT, DuplicateTool, GuardedResult, McpClient, McpClientBuilder,
+    McpClientError, OverlayProblem, ServerCommand,
 };
+#[doc(hidden)]
+pub use client::{Relay, RelayFuture};
 pub use server::{McpServer, to_call_tool_result, to_tool};
 
 /// The rmcp this crate is built against, for the types of a transport or a client.

@@ -12,10 +12,11 @@ use rmcp::transport::{IntoTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt as _};
 
 use super::connect::{
-    ConnectFuture, Connected, Connector, Handler, Server, ServerCommand, Spawn, connect_all,
+    ConnectFuture, Connected, Connector, Server, ServerCommand, Spawn, connect_all,
 };
 use super::health::spawn_checks;
 use super::overlay::run_time_map;
+use super::relay::{Relay, Relayed};
 use super::tools::{Entry, Tools};
 use super::{
     DEFAULT_CALLER_ERRORS, DEFAULT_CONNECT_TIMEOUT, DEFAULT_DEADLINE, DEFAULT_HEALTH_TTL,
@@ -50,6 +51,7 @@ pub struct McpClientBuilder {
     connect_timeout: Duration,
     qualify: Option<String>,
     check_every: Option<Duration>,
+    relay: Option<Arc<dyn Relay>>,
 }
 
 impl Default for McpClientBuilder {
@@ -66,6 +68,7 @@ impl Default for McpClientBuilder {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             qualify: None,
             check_every: None,
+            relay: None,
         }
     }
 }
@@ -106,7 +109,7 @@ impl McpClientBuilder {
     /// ```
     pub fn child(mut self, name: impl Into<String>, command: impl ServerCommand) -> Self {
         let command = Spawn::of(command.as_std_command());
-        let connector: Connector = Arc::new(move |handler: Handler| {
+        let connector: Connector = Arc::new(move |handler: Relayed| {
             let command = command.clone();
             Box::pin(async move {
                 let transport = TokioChildProcess::new(command.command())
@@ -153,7 +156,7 @@ impl McpClientBuilder {
         X: fmt::Display,
         A: 'static,
     {
-        let connector: Connector = Arc::new(move |handler: Handler| {
+        let connector: Connector = Arc::new(move |handler: Relayed| {
             let transport = factory();
             Box::pin(async move {
                 let transport = transport
@@ -270,6 +273,16 @@ impl McpClientBuilder {
         self
     }
 
+    /// Hands what the servers send besides tool changes (sampling, elicitation and roots
+    /// requests, log messages, progress, resource and prompt changes) to `relay`, and tells
+    /// the servers the client supports what the relay's capabilities say. Without one,
+    /// requests other than `ping` are answered "method not found" and notifications dropped.
+    #[doc(hidden)]
+    pub fn relay(mut self, relay: Arc<dyn Relay>) -> Self {
+        self.relay = Some(relay);
+        self
+    }
+
     fn check_config(&self) -> Result<(), McpClientError> {
         if self.servers.is_empty() {
             return Err(McpClientError::Config(
@@ -358,6 +371,7 @@ impl McpClientBuilder {
                     connections: AtomicU64::new(0),
                     client: OnceLock::new(),
                     caller_errors,
+                    relay: self.relay.clone(),
                 })
             })
             .collect();

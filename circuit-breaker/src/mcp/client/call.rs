@@ -15,6 +15,7 @@ use super::Inner;
 use super::classify::{Outcome, classify_result};
 use super::connect::Server;
 use super::human;
+use super::passthrough::Keep;
 use super::tools::Entry;
 use crate::Availability;
 use crate::capability::{ToolSpec, did_you_mean};
@@ -27,17 +28,22 @@ use crate::{CallError, CircuitState, Failure, FailureCategory, Refusal, Routed};
 impl Server {
     /// Calls `tool` (the server's own name for it) with the deadline — the tool's own
     /// `timeout` when its spec has one (B13), else the server's — and classifies what comes
-    /// back.
+    /// back; with `keep`, the request carries its `_meta` and the result is kept as it came.
     pub(super) async fn call_tool(
         &self,
         tool: &str,
         arguments: Map<String, Value>,
         own_deadline: Option<Duration>,
+        keep: Option<&mut Keep>,
     ) -> Outcome {
         let Some((peer, generation)) = self.peer() else {
             return Outcome::Failed(self.unreachable("not connected"));
         };
-        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let keep = keep.map(|keep| {
+            params.meta = keep.meta.take();
+            keep
+        });
         // The typed helper: dropping its future (the deadline, or this call dropped) tells
         // the server the request is abandoned.
         let (deadline, whose) = match own_deadline {
@@ -53,7 +59,12 @@ impl Server {
                 ),
                 FailureCategory::Timeout,
             )),
-            Ok(Ok(result)) => classify_result(result),
+            Ok(Ok(result)) => {
+                if let Some(keep) = keep {
+                    keep.result = Some(result.clone());
+                }
+                classify_result(result)
+            }
             Ok(Err(error)) => self.classify_error(tool, error, generation),
         }
     }
@@ -63,6 +74,16 @@ impl Inner {
     /// A call in its `execute_tool` span (B12), with the MCP attributes: `gen_ai.tool.type`
     /// `extension`, `mcp.method.name` `tools/call`, the server and its transport.
     pub(super) async fn dispatch(&self, name: &str, arguments: Value) -> Reply {
+        self.dispatch_keeping(name, arguments, None).await
+    }
+
+    /// [`dispatch`](Self::dispatch), keeping the server's result in `keep`.
+    pub(super) async fn dispatch_keeping(
+        &self,
+        name: &str,
+        arguments: Value,
+        keep: Option<&mut Keep>,
+    ) -> Reply {
         let entry = self.entry(name);
         let server = entry.as_ref().map(|entry| &self.servers[entry.server]);
         let span = crate::telemetry::mcp_client_span(
@@ -70,7 +91,8 @@ impl Inner {
             server.map_or("", |s| s.name.as_str()),
             server.and_then(|s| s.transport),
         );
-        tracing::Instrument::instrument(self.dispatch_guarded(entry, name, arguments), span).await
+        let call = self.dispatch_guarded(entry, name, arguments, keep);
+        tracing::Instrument::instrument(call, span).await
     }
 
     async fn dispatch_guarded(
@@ -78,6 +100,7 @@ impl Inner {
         entry: Option<Arc<Entry>>,
         name: &str,
         arguments: Value,
+        keep: Option<&mut Keep>,
     ) -> Reply {
         let expeditor = &self.expeditor;
         let Some(entry) = entry else {
@@ -105,9 +128,15 @@ impl Inner {
             self.check_up(server).await;
         }
         match expeditor.decide(entry.id) {
-            Decision::Call(ticket) => self.call(ticket, name, &entry, server, arguments).await,
+            Decision::Call(ticket) => {
+                self.call(ticket, name, &entry, server, arguments, keep)
+                    .await
+            }
             Decision::Probe(ticket) => match self.ready_for_probe(server).await {
-                Ok(()) => self.call(ticket, name, &entry, server, arguments).await,
+                Ok(()) => {
+                    self.call(ticket, name, &entry, server, arguments, keep)
+                        .await
+                }
                 Err(reason) => self.probe_not_made(ticket, name, server, reason),
             },
             Decision::Skip(skip) => {
@@ -140,13 +169,14 @@ impl Inner {
         entry: &Entry,
         server: &Server,
         arguments: Map<String, Value>,
+        keep: Option<&mut Keep>,
     ) -> Reply {
         let expeditor = &self.expeditor;
         let caching = expeditor.is_caching(entry.id);
         let args = caching.then(|| digest(&Value::Object(arguments.clone()).to_string()));
         let own_deadline = expeditor.spec(entry.id).and_then(ToolSpec::timeout);
         let outcome = server
-            .call_tool(&entry.remote, arguments, own_deadline)
+            .call_tool(&entry.remote, arguments, own_deadline, keep)
             .await;
         match outcome {
             Outcome::Answered(value) => {

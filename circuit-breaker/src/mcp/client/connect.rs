@@ -15,19 +15,20 @@ use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientCacheConfig, ClientHandler, Peer, RoleClient};
 
 use super::health::Health;
+use super::relay::{Relay, Relayed};
 use super::tools::{Listed, listed_tools};
 use super::{Inner, McpClientError, human, lock};
 use crate::{Failure, FailureCategory};
 
 /// A new connection made: the running service and, for a child process, its pid.
 pub(super) struct Connected {
-    pub(super) running: RunningService<RoleClient, Handler>,
+    pub(super) running: RunningService<RoleClient, Relayed>,
     pub(super) pid: Option<u32>,
 }
 
 pub(super) type ConnectFuture = Pin<Box<dyn Future<Output = Result<Connected, String>> + Send>>;
 /// Makes a new connection to one server, each time it is called (reconnects too).
-pub(super) type Connector = Arc<dyn Fn(Handler) -> ConnectFuture + Send + Sync>;
+pub(super) type Connector = Arc<dyn Fn(Relayed) -> ConnectFuture + Send + Sync>;
 
 /// A command a server is started with ([`McpClientBuilder::child`](super::McpClientBuilder::child)): a
 /// `std::process::Command` or a `tokio::process::Command`, by value or by reference — `&mut`
@@ -137,7 +138,7 @@ impl ClientHandler for Handler {
 /// The live connection to a server.
 pub(super) struct Link {
     /// Owned here: dropping it ends the connection (and kills a child process).
-    pub(super) running: RunningService<RoleClient, Handler>,
+    pub(super) running: RunningService<RoleClient, Relayed>,
     peer: Peer<RoleClient>,
     pub(super) pid: Option<u32>,
     generation: u64,
@@ -164,6 +165,8 @@ pub(super) struct Server {
     /// The categories of its tools' `isError` results that are the caller's mistake, unless
     /// a tool's overlay says otherwise (B14).
     pub(super) caller_errors: Vec<FailureCategory>,
+    /// Where what the server sends besides tool changes goes, if anywhere.
+    pub(super) relay: Option<Arc<dyn Relay>>,
 }
 
 impl Server {
@@ -198,9 +201,12 @@ impl Server {
     /// health check must not be answered from it), lists the tools and makes it the live
     /// one. The old connection, if any, is dropped.
     pub(super) async fn connect(self: &Arc<Self>, timeout: Duration) -> Result<Vec<Tool>, String> {
-        let handler = Handler {
-            server: Arc::downgrade(self),
-        };
+        let handler = Relayed::new(
+            Handler {
+                server: Arc::downgrade(self),
+            },
+            self.relay.clone().map(|relay| (self.name.clone(), relay)),
+        );
         let connected = tokio::time::timeout(timeout, (self.connector)(handler))
             .await
             .map_err(|_| format!("no answer to initialize within {}", human(timeout)))??;

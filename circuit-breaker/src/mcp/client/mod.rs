@@ -15,6 +15,8 @@ mod connect;
 mod error;
 mod health;
 mod overlay;
+mod passthrough;
+mod relay;
 mod tools;
 
 use std::fmt;
@@ -31,6 +33,9 @@ use crate::expeditor::Expeditor;
 pub use builder::McpClientBuilder;
 pub use connect::ServerCommand;
 pub use error::{DuplicateTool, McpClientError, OverlayProblem};
+pub use passthrough::GuardedResult;
+#[doc(hidden)]
+pub use relay::{Relay, RelayFuture};
 
 use connect::Server;
 use tools::{Entry, Tools};

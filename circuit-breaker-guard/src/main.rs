@@ -1,0 +1,426 @@
+//! `circuit-breaker-guard`: a guard proxy any MCP client starts in front of its MCP servers
+//! (B17). Each upstream tool gets a circuit breaker, routes across servers by degradation, a
+//! failure budget and honest notes for the model; what it does not guard passes through.
+//! The config is one YAML file (see the README).
+
+mod config;
+mod locate;
+mod proxy;
+mod relay;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use agent_circuit_breaker::capability::did_you_mean;
+use agent_circuit_breaker::mcp::rmcp::ServiceExt as _;
+use agent_circuit_breaker::mcp::{McpClient, McpClientBuilder};
+
+use config::{Config, Transport};
+
+const HELP: &str = "\
+circuit-breaker-guard: a guard proxy in front of MCP servers
+
+USAGE:
+    circuit-breaker-guard --config guard.yaml [--stdio | --http ADDR]
+    circuit-breaker-guard --config guard.yaml --check
+
+OPTIONS:
+    -c, --config FILE   the config (YAML): upstreams, overlay, policy, serve, fleet, telemetry
+        --check         read and check the config, print a summary or every problem, and exit
+                        (0: ok, 2: problems)
+        --stdio         serve MCP on stdin/stdout (the default unless the config says `serve: http`)
+        --http ADDR     serve streamable HTTP on ADDR (e.g. 127.0.0.1:8931)
+    -h, --help          this text
+    -V, --version       the version
+
+Logs and the state table go to stderr; the state table also on SIGUSR1 and at exit.
+";
+
+const FLAGS: [&str; 9] = [
+    "--config",
+    "-c",
+    "--check",
+    "--stdio",
+    "--http",
+    "--help",
+    "-h",
+    "--version",
+    "-V",
+];
+
+/// What the command line asks for.
+#[derive(Debug, Default)]
+struct Args {
+    config: Option<PathBuf>,
+    check: bool,
+    stdio: bool,
+    http: Option<String>,
+}
+
+fn parse_args(args: impl Iterator<Item = String>) -> Result<Option<Args>, String> {
+    let mut out = Args::default();
+    let mut args = args.peekable();
+    while let Some(arg) = args.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => {
+                (flag.to_owned(), Some(value.to_owned()))
+            }
+            _ => (arg.clone(), None),
+        };
+        let mut value = |name: &str| {
+            inline
+                .clone()
+                .or_else(|| args.next())
+                .ok_or_else(|| format!("{name} needs a value"))
+        };
+        match flag.as_str() {
+            "-h" | "--help" => {
+                print!("{HELP}");
+                return Ok(None);
+            }
+            "-V" | "--version" => {
+                println!("circuit-breaker-guard {}", env!("CARGO_PKG_VERSION"));
+                return Ok(None);
+            }
+            "-c" | "--config" => out.config = Some(PathBuf::from(value("--config")?)),
+            "--check" => out.check = true,
+            "--stdio" => out.stdio = true,
+            "--http" => out.http = Some(value("--http")?),
+            other => {
+                let mut message = format!("unknown argument `{other}`");
+                if let Some(s) = did_you_mean(other, FLAGS) {
+                    message.push_str(&format!("; did you mean `{s}`?"));
+                }
+                return Err(message);
+            }
+        }
+    }
+    if out.stdio && out.http.is_some() {
+        return Err("--stdio and --http exclude each other".to_owned());
+    }
+    Ok(Some(out))
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args(std::env::args().skip(1)) {
+        Ok(Some(args)) => args,
+        Ok(None) => return ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("circuit-breaker-guard: {message}\n(--help for usage)");
+            return ExitCode::from(2);
+        }
+    };
+    let Some(path) = args.config.clone() else {
+        eprintln!("circuit-breaker-guard: no config: give --config guard.yaml\n(--help for usage)");
+        return ExitCode::from(2);
+    };
+    let config = match load(&path) {
+        Ok(config) => config,
+        Err(report) => {
+            eprintln!("{report}");
+            return ExitCode::from(2);
+        }
+    };
+    if args.check {
+        println!("ok: {}", path.display());
+        print!("{}", summary(&config));
+        return ExitCode::SUCCESS;
+    }
+    if let Err(message) = init_logs(&config) {
+        eprintln!("circuit-breaker-guard: {message}");
+        return ExitCode::from(2);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("circuit-breaker-guard: no runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let code = runtime.block_on(run(config, args));
+    // Child processes and connections are closed by then; tasks still waiting are dropped.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    code
+}
+
+/// The config at `path`, or the report of every problem.
+fn load(path: &Path) -> Result<Config, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("circuit-breaker-guard: cannot read {}: {e}", path.display()))?;
+    config::parse(&text, &|name| std::env::var(name).ok()).map_err(|problems| {
+        let n = problems.len();
+        let mut report = format!(
+            "{}: {n} problem{}",
+            path.display(),
+            if n == 1 { "" } else { "s" }
+        );
+        for problem in problems {
+            report.push_str(&format!("\n  {problem}"));
+        }
+        report
+    })
+}
+
+fn summary(config: &Config) -> String {
+    let mut out = String::new();
+    out.push_str(&format!("upstreams ({}):\n", config.upstreams.len()));
+    for upstream in &config.upstreams {
+        let how = match &upstream.transport {
+            Transport::Stdio { command, args, .. } => {
+                let mut line = format!("stdio: {command}");
+                for arg in args {
+                    line.push(' ');
+                    line.push_str(arg);
+                }
+                line
+            }
+            Transport::Http { url, headers } => {
+                let names: Vec<&str> = headers.keys().map(String::as_str).collect();
+                if names.is_empty() {
+                    format!("http: {url}")
+                } else {
+                    format!("http: {url} (headers: {})", names.join(", "))
+                }
+            }
+        };
+        let deadline = upstream
+            .deadline
+            .map(|d| format!(", deadline {}", humantime::format_duration(d)))
+            .unwrap_or_default();
+        out.push_str(&format!("  {}: {how}{deadline}\n", upstream.name));
+    }
+    match &config.overlay {
+        Some(overlay) => {
+            let tools: Vec<&str> = overlay.tools().iter().map(|t| t.name()).collect();
+            out.push_str(&format!(
+                "overlay tools ({}): {}\n",
+                tools.len(),
+                tools.join(", ")
+            ));
+        }
+        None => out.push_str("overlay: none\n"),
+    }
+    let policy = config.policy.for_service();
+    let human = |d: Option<std::time::Duration>| {
+        d.map_or("none".to_owned(), |d| {
+            humantime::format_duration(d).to_string()
+        })
+    };
+    out.push_str(&format!(
+        "policy: threshold {}, budget {} per {}, cool-down {} (cap {})\n",
+        policy.threshold(),
+        policy.budget(),
+        human(policy.budget_window()),
+        human(policy.cool_down()),
+        humantime::format_duration(policy.cool_down_cap()),
+    ));
+    out.push_str(&format!(
+        "health: check every {}, trusted {}\n",
+        humantime::format_duration(config.health.check_every),
+        humantime::format_duration(config.health.ttl)
+    ));
+    match &config.http {
+        Some(http) => out.push_str(&format!("serve: streamable HTTP on {}\n", http.bind)),
+        None => out.push_str("serve: stdio\n"),
+    }
+    if let Some(fleet) = &config.fleet {
+        out.push_str(&format!(
+            "fleet: {} (namespace {})\n",
+            fleet.redis, fleet.namespace
+        ));
+    }
+    out
+}
+
+fn init_logs(config: &Config) -> Result<(), String> {
+    use tracing_subscriber::fmt::writer::BoxMakeWriter;
+    let level: tracing::Level = config
+        .telemetry
+        .log
+        .parse()
+        .map_err(|e| format!("telemetry.log: {e}"))?;
+    let writer = match &config.telemetry.log_file {
+        Some(path) => {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| format!("cannot open the log file {}: {e}", path.display()))?;
+            BoxMakeWriter::new(Arc::new(file))
+        }
+        None => BoxMakeWriter::new(std::io::stderr),
+    };
+    tracing_subscriber::fmt()
+        .with_writer(writer)
+        .with_max_level(level)
+        .with_ansi(false)
+        .with_target(false)
+        .try_init()
+        .map_err(|e| format!("logging: {e}"))
+}
+
+async fn run(config: Config, args: Args) -> ExitCode {
+    let downstream = relay::Downstream::new();
+    let mut deadlines = HashMap::new();
+    let mut builder = McpClient::builder()
+        .policy(config.policy)
+        .health_ttl(config.health.ttl)
+        .connect_timeout(config.health.connect_timeout)
+        .check_every(config.health.check_every)
+        .relay(Arc::clone(&downstream) as Arc<dyn agent_circuit_breaker::mcp::Relay>)
+        .expeditor(|b| {
+            b.observer(|event: &agent_circuit_breaker::event::Event| {
+                tracing::info!("{event}");
+            })
+        });
+    if let Some(overlay) = config.overlay.clone() {
+        builder = builder.overlay(overlay);
+    }
+    if let Some(separator) = &config.qualify_names {
+        builder = builder.qualify_names(separator.clone());
+    }
+    for upstream in &config.upstreams {
+        if let Some(deadline) = upstream.deadline {
+            builder = builder.deadline_for(upstream.name.clone(), deadline);
+            deadlines.insert(upstream.name.clone(), deadline);
+        }
+        builder = match add_upstream(builder, upstream) {
+            Ok(builder) => builder,
+            Err(message) => {
+                eprintln!(
+                    "circuit-breaker-guard: upstream {}: {message}",
+                    upstream.name
+                );
+                return ExitCode::from(2);
+            }
+        };
+    }
+    #[cfg(feature = "fleet")]
+    if let Some(fleet) = &config.fleet {
+        let worker = fleet
+            .worker
+            .clone()
+            .unwrap_or_else(|| format!("guard-{}", std::process::id()));
+        match agent_circuit_breaker::redis::RedisFleet::connect(&fleet.redis, &fleet.namespace)
+            .worker(worker)
+            .await
+        {
+            Ok(store) => builder = builder.expeditor(move |b| b.fleet(store)),
+            Err(error) => {
+                eprintln!("circuit-breaker-guard: fleet {}: {error}", fleet.redis);
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    #[cfg(not(feature = "fleet"))]
+    if config.fleet.is_some() {
+        eprintln!("circuit-breaker-guard: `fleet:` needs a build with the `fleet` feature");
+        return ExitCode::from(2);
+    }
+    let client = match builder.build().await {
+        Ok(client) => client,
+        Err(error) => {
+            eprintln!("circuit-breaker-guard: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    tracing::info!(
+        upstreams = %client.servers().join(", "),
+        tools = client.expeditor().state_table().to_string().lines().count(),
+        "upstreams connected"
+    );
+    let shared = Arc::new(proxy::Shared::new(
+        client.clone(),
+        config.name.clone(),
+        downstream,
+        deadlines,
+    ));
+    spawn_state_on_signal(client.clone());
+    let http = args.http.clone().or_else(|| {
+        (!args.stdio)
+            .then(|| config.http.as_ref().map(|h| h.bind.to_string()))
+            .flatten()
+    });
+    let code = match http {
+        Some(addr) => serve_http(shared, &addr, &config).await,
+        None => serve_stdio(shared).await,
+    };
+    eprintln!("{}", client.expeditor().state_table());
+    client.shutdown().await;
+    code
+}
+
+fn add_upstream(
+    builder: McpClientBuilder,
+    upstream: &config::Upstream,
+) -> Result<McpClientBuilder, String> {
+    match &upstream.transport {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut child = std::process::Command::new(command);
+            child.args(args).envs(env);
+            if let Some(cwd) = cwd {
+                child.current_dir(cwd);
+            }
+            Ok(builder.child(upstream.name.clone(), &child))
+        }
+        Transport::Http { url, .. } => Err(format!(
+            "{url}: streamable HTTP upstreams are not in this build yet"
+        )),
+    }
+}
+
+async fn serve_stdio(shared: Arc<proxy::Shared>) -> ExitCode {
+    let guard = proxy::Guard::new(shared);
+    let running = match guard
+        .serve(agent_circuit_breaker::mcp::rmcp::transport::stdio())
+        .await
+    {
+        Ok(running) => running,
+        Err(error) => {
+            eprintln!("circuit-breaker-guard: the client's initialize failed: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match running.waiting().await {
+        Ok(reason) => {
+            tracing::info!(?reason, "the client closed the session");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("circuit-breaker-guard: the session ended: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve_http(_shared: Arc<proxy::Shared>, addr: &str, _config: &Config) -> ExitCode {
+    eprintln!("circuit-breaker-guard: serving streamable HTTP on {addr} is not in this build yet");
+    ExitCode::from(2)
+}
+
+/// The state table to stderr on SIGUSR1.
+fn spawn_state_on_signal(client: McpClient) {
+    #[cfg(unix)]
+    tokio::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut usr1) = signal(SignalKind::user_defined1()) else {
+            return;
+        };
+        while usr1.recv().await.is_some() {
+            eprintln!("{}", client.expeditor().state_table());
+        }
+    });
+    #[cfg(not(unix))]
+    drop(client);
+}

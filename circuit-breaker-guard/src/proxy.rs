@@ -1,0 +1,600 @@
+//! The guard's MCP server: tools through the guarded path, their results as the upstream
+//! sent them with the guard's data beside them under [`META_KEY`]; resources, prompts,
+//! completion and logging passed to the upstream that owns them.
+
+// Logging and legacy subscriptions are deprecated by the newest protocol version, but the
+// clients the guard serves still speak the versions that have them.
+#![allow(deprecated)]
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use agent_circuit_breaker::dispatch::{ModelMistake, ReplyOutcome};
+use agent_circuit_breaker::mcp::rmcp;
+use agent_circuit_breaker::mcp::{GuardedResult, McpClient, McpServer};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, ErrorCode, GetPromptRequestParams, GetPromptResponse, Implementation,
+    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams, PromptsCapability,
+    ReadResourceRequestParams, ReadResourceResponse, Reference, ResourcesCapability,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams, Tool,
+    ToolsCapability, UnsubscribeRequestParams,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::{ErrorData, Peer, RoleClient, ServerHandler, ServiceError};
+use serde_json::{Map, Value};
+
+use crate::relay::Downstream;
+
+/// The `_meta` key of the guard's own data in a tool result: reverse-DNS prefixed, as the
+/// MCP spec asks of keys that are not the protocol's.
+pub const META_KEY: &str = "io.github.agent-circuit-breaker/guard";
+
+/// How long a passed-through request may take when the upstream has no deadline of its own.
+const PASS_DEADLINE: Duration = Duration::from_secs(60);
+
+/// What every session of the guard shares.
+pub struct Shared {
+    pub client: McpClient,
+    pub implementation: Implementation,
+    pub instructions: Option<String>,
+    /// The union of the upstreams' capabilities, and tools.
+    pub capabilities: ServerCapabilities,
+    pub downstream: Arc<Downstream>,
+    owners: Mutex<Owners>,
+    /// Per upstream, how long a passed-through request may take.
+    deadlines: HashMap<String, Duration>,
+}
+
+/// Which upstream listed what, for routing reads and gets.
+#[derive(Default)]
+struct Owners {
+    resources: HashMap<String, String>,
+    /// (server, the template's text before its first `{`).
+    templates: Vec<(String, String)>,
+    prompts: HashMap<String, String>,
+}
+
+impl Shared {
+    pub fn new(
+        client: McpClient,
+        name: String,
+        downstream: Arc<Downstream>,
+        deadlines: HashMap<String, Duration>,
+    ) -> Self {
+        let capabilities = union(&client);
+        let instructions = instructions(&client);
+        Shared {
+            implementation: Implementation::new(name, env!("CARGO_PKG_VERSION")),
+            client,
+            instructions,
+            capabilities,
+            downstream,
+            owners: Mutex::default(),
+            deadlines,
+        }
+    }
+
+    fn owners(&self) -> std::sync::MutexGuard<'_, Owners> {
+        self.owners.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The upstreams whose capabilities pass `has`, with their connections, in config order.
+    fn upstreams(
+        &self,
+        has: impl Fn(&ServerCapabilities) -> bool,
+    ) -> Vec<(String, Peer<RoleClient>)> {
+        self.client
+            .servers()
+            .into_iter()
+            .filter_map(|server| {
+                let peer = self.client.peer(server)?;
+                let info = peer.peer_info()?;
+                has(&info.capabilities).then(|| (server.to_owned(), peer))
+            })
+            .collect()
+    }
+
+    fn deadline(&self, server: &str) -> Duration {
+        self.deadlines.get(server).copied().unwrap_or(PASS_DEADLINE)
+    }
+
+    /// `request` on `server`'s connection, within its deadline; an upstream's error as it
+    /// gave it.
+    async fn pass<T, F>(&self, server: &str, request: F) -> Result<T, ErrorData>
+    where
+        F: Future<Output = Result<T, ServiceError>>,
+    {
+        match tokio::time::timeout(self.deadline(server), request).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(upstream_error(server, error)),
+            Err(_) => Err(ErrorData::internal_error(
+                format!(
+                    "upstream {server} did not answer within {}",
+                    humantime::format_duration(self.deadline(server))
+                ),
+                None,
+            )),
+        }
+    }
+
+    /// The upstreams to ask for `uri`: its owner when one listed it (or a template
+    /// covering it), else every upstream with resources, in order.
+    fn resource_route(&self, uri: &str) -> Vec<(String, Peer<RoleClient>)> {
+        let all = self.upstreams(|c| c.resources.is_some());
+        let owner = {
+            let owners = self.owners();
+            owners.resources.get(uri).cloned().or_else(|| {
+                owners
+                    .templates
+                    .iter()
+                    .filter(|(_, prefix)| !prefix.is_empty() && uri.starts_with(prefix.as_str()))
+                    .max_by_key(|(_, prefix)| prefix.len())
+                    .map(|(server, _)| server.clone())
+            })
+        };
+        match owner {
+            Some(owner) => all.into_iter().filter(|(s, _)| *s == owner).collect(),
+            None => all,
+        }
+    }
+}
+
+/// One session of the guard: the guarded tools of [`McpServer`] (the offer, `list_changed`)
+/// and the pass-through.
+pub struct Guard {
+    tools: McpServer<McpClient>,
+    shared: Arc<Shared>,
+}
+
+impl Guard {
+    pub fn new(shared: Arc<Shared>) -> Self {
+        let tools = McpServer::new(shared.client.clone())
+            .name(shared.implementation.name.clone())
+            .version(shared.implementation.version.clone());
+        Guard { tools, shared }
+    }
+}
+
+impl Clone for Guard {
+    /// A new session: it starts with no memory of what its client was told.
+    fn clone(&self) -> Self {
+        Guard {
+            tools: self.tools.clone(),
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+/// The union of what the upstreams advertise, and tools with `listChanged`.
+fn union(client: &McpClient) -> ServerCapabilities {
+    let mut caps = ServerCapabilities::default();
+    let mut tools = ToolsCapability::default();
+    tools.list_changed = Some(true);
+    caps.tools = Some(tools);
+    let either =
+        |a: Option<bool>, b: Option<bool>| (a == Some(true) || b == Some(true)).then_some(true);
+    for server in client.servers() {
+        let Some(info) = client.peer(server).and_then(|p| p.peer_info()) else {
+            continue;
+        };
+        let theirs = &info.capabilities;
+        if let Some(r) = &theirs.resources {
+            let ours = caps
+                .resources
+                .get_or_insert_with(ResourcesCapability::default);
+            ours.subscribe = either(ours.subscribe, r.subscribe);
+            ours.list_changed = either(ours.list_changed, r.list_changed);
+        }
+        if let Some(p) = &theirs.prompts {
+            let ours = caps.prompts.get_or_insert_with(PromptsCapability::default);
+            ours.list_changed = either(ours.list_changed, p.list_changed);
+        }
+        if theirs.completions.is_some() {
+            caps.completions.get_or_insert_with(Map::new);
+        }
+        if theirs.logging.is_some() {
+            caps.logging.get_or_insert_with(Map::new);
+        }
+    }
+    caps
+}
+
+/// The upstreams' instructions, each under its name.
+fn instructions(client: &McpClient) -> Option<String> {
+    let parts: Vec<String> = client
+        .servers()
+        .into_iter()
+        .filter_map(|server| {
+            let info = client.peer(server)?.peer_info()?;
+            let text = info.instructions.as_deref()?.trim().to_owned();
+            (!text.is_empty()).then(|| format!("{server}: {text}"))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
+}
+
+fn upstream_error(server: &str, error: ServiceError) -> ErrorData {
+    match error {
+        ServiceError::McpError(data) => data,
+        ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+            ErrorData::internal_error(
+                format!("upstream {server} cannot be reached: {error}"),
+                None,
+            )
+        }
+        other => ErrorData::internal_error(format!("upstream {server}: {other}"), None),
+    }
+}
+
+/// The guard's data for one call: the reply's `_meta` (outcome, circuit state, route,
+/// degradation), the server, and the note for the model.
+fn guard_meta(guarded: &GuardedResult) -> Value {
+    let mut meta = guarded.reply.meta();
+    if let Some(server) = &guarded.server {
+        meta.insert("server".into(), server.clone().into());
+    }
+    if let Some(note) = &guarded.reply.note {
+        meta.insert("note".into(), note.clone().into());
+    }
+    Value::Object(meta)
+}
+
+/// What the client receives: the upstream's result as it came with the guard's data under
+/// [`META_KEY`] (and, on an error, the note for the model as one more text block after the
+/// upstream's own); without one, the guard's reply.
+pub fn to_result(guarded: GuardedResult) -> CallToolResult {
+    let ours = guard_meta(&guarded);
+    match guarded.result {
+        Some(mut result) => {
+            if result.is_error == Some(true)
+                && let Some(note) = &guarded.reply.note
+            {
+                result.content.push(ContentBlock::text(note.clone()));
+            }
+            result
+                .meta
+                .get_or_insert_with(MetaObject::default)
+                .0
+                .insert(META_KEY.to_owned(), ours);
+            result
+        }
+        None => {
+            let content = vec![ContentBlock::text(guarded.reply.text())];
+            let mut result = if guarded.reply.is_error() {
+                CallToolResult::error(content)
+            } else {
+                CallToolResult::success(content)
+            };
+            let mut meta = Map::new();
+            meta.insert(META_KEY.to_owned(), ours);
+            result.meta = Some(MetaObject(meta));
+            result
+        }
+    }
+}
+
+fn method_not_found(what: &str) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("no upstream of the guard supports {what}"),
+        None,
+    )
+}
+
+impl ServerHandler for Guard {
+    fn get_info(&self) -> ServerConfig {
+        let config = ServerConfig::new(self.shared.capabilities.clone())
+            .with_server_info(self.shared.implementation.clone());
+        match &self.shared.instructions {
+            Some(text) => config.with_instructions(text.clone()),
+            None => config,
+        }
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        let peer = context.peer.clone();
+        let mut result = ServerHandler::initialize(&self.tools, request, context).await?;
+        result.capabilities = self.shared.capabilities.clone();
+        result.server_info = self.shared.implementation.clone();
+        result.instructions.clone_from(&self.shared.instructions);
+        // The latest client is the one the upstreams' own requests go to.
+        self.shared.downstream.attach(peer);
+        Ok(result)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        ServerHandler::on_initialized(&self.tools, context).await;
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        ServerHandler::list_tools(&self.tools, request, context).await
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        ServerHandler::get_tool(&self.tools, name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        // The client's `_meta` goes upstream with the call: its progress token above all,
+        // so that the upstream's progress notifications name the client's request.
+        let meta = request
+            .meta
+            .or_else(|| (!context.meta.0.is_empty()).then(|| context.meta.clone()));
+        let call = self
+            .shared
+            .client
+            .call_tool_with_meta(&request.name, arguments, meta);
+        // Dropping the call when the client cancels (or leaves) drops its ticket: recorded
+        // as a cancellation, never as the tool's failure; the upstream is told too.
+        let guarded = tokio::select! {
+            guarded = call => guarded,
+            () = context.ct.cancelled() => {
+                return Err(ErrorData::internal_error(
+                    format!("the call to {} was cancelled", request.name),
+                    None,
+                ));
+            }
+        };
+        if let ReplyOutcome::Mistake(ModelMistake::UnknownTool { .. }) = &guarded.reply.outcome {
+            // The spec's protocol error for a tool that does not exist.
+            return Err(ErrorData::invalid_params(
+                guarded.reply.text(),
+                Some(guard_meta(&guarded)),
+            ));
+        }
+        Ok(to_result(guarded).into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let mut all = Vec::new();
+        for (server, peer) in self.shared.upstreams(|c| c.resources.is_some()) {
+            match self.shared.pass(&server, peer.list_all_resources()).await {
+                Ok(resources) => {
+                    let mut owners = self.shared.owners();
+                    for resource in resources {
+                        owners
+                            .resources
+                            .insert(resource.uri.clone(), server.clone());
+                        all.push(resource);
+                    }
+                }
+                Err(error) => tracing::warn!(%server, %error.message, "resources/list failed"),
+            }
+        }
+        Ok(ListResourcesResult::with_all_items(all))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let mut all = Vec::new();
+        for (server, peer) in self.shared.upstreams(|c| c.resources.is_some()) {
+            match self
+                .shared
+                .pass(&server, peer.list_all_resource_templates())
+                .await
+            {
+                Ok(templates) => {
+                    let mut owners = self.shared.owners();
+                    for template in templates {
+                        let prefix = template
+                            .uri_template
+                            .split('{')
+                            .next()
+                            .unwrap_or_default()
+                            .to_owned();
+                        owners
+                            .templates
+                            .retain(|(s, p)| !(*s == server && *p == prefix));
+                        owners.templates.push((server.clone(), prefix));
+                        all.push(template);
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%server, %error.message, "resources/templates/list failed");
+                }
+            }
+        }
+        Ok(ListResourceTemplatesResult::with_all_items(all))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let route = self.shared.resource_route(&request.uri);
+        if route.is_empty() {
+            return Err(method_not_found("resources"));
+        }
+        let mut last = None;
+        for (server, peer) in route {
+            let read = self
+                .shared
+                .pass(&server, peer.read_resource_once(request.clone()));
+            let answer = tokio::select! {
+                answer = read => answer,
+                () = context.ct.cancelled() => return Err(ErrorData::internal_error("cancelled", None)),
+            };
+            match answer {
+                Ok(response) => return Ok(response),
+                Err(error) => last = Some(error),
+            }
+        }
+        Err(last.unwrap_or_else(|| method_not_found("resources")))
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let mut last = None;
+        for (server, peer) in self.shared.resource_route(&request.uri) {
+            match self
+                .shared
+                .pass(&server, peer.subscribe(request.clone()))
+                .await
+            {
+                Ok(()) => return Ok(()),
+                Err(error) => last = Some(error),
+            }
+        }
+        Err(last.unwrap_or_else(|| method_not_found("resources/subscribe")))
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let mut last = None;
+        for (server, peer) in self.shared.resource_route(&request.uri) {
+            match self
+                .shared
+                .pass(&server, peer.unsubscribe(request.clone()))
+                .await
+            {
+                Ok(()) => return Ok(()),
+                Err(error) => last = Some(error),
+            }
+        }
+        Err(last.unwrap_or_else(|| method_not_found("resources/unsubscribe")))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let mut all = Vec::new();
+        for (server, peer) in self.shared.upstreams(|c| c.prompts.is_some()) {
+            match self.shared.pass(&server, peer.list_all_prompts()).await {
+                Ok(prompts) => {
+                    let mut owners = self.shared.owners();
+                    for prompt in prompts {
+                        owners.prompts.insert(prompt.name.clone(), server.clone());
+                        all.push(prompt);
+                    }
+                }
+                Err(error) => tracing::warn!(%server, %error.message, "prompts/list failed"),
+            }
+        }
+        Ok(ListPromptsResult::with_all_items(all))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let owner = self.shared.owners().prompts.get(&request.name).cloned();
+        let route: Vec<_> = self
+            .shared
+            .upstreams(|c| c.prompts.is_some())
+            .into_iter()
+            .filter(|(s, _)| owner.as_ref().is_none_or(|o| o == s))
+            .collect();
+        let mut last = None;
+        for (server, peer) in route {
+            let get = self
+                .shared
+                .pass(&server, peer.get_prompt_once(request.clone()));
+            let answer = tokio::select! {
+                answer = get => answer,
+                () = context.ct.cancelled() => return Err(ErrorData::internal_error("cancelled", None)),
+            };
+            match answer {
+                Ok(response) => return Ok(response),
+                Err(error) => last = Some(error),
+            }
+        }
+        Err(last.unwrap_or_else(|| method_not_found("prompts")))
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let owner = match &request.r#ref {
+            Reference::Prompt(prompt) => self.shared.owners().prompts.get(&prompt.name).cloned(),
+            Reference::Resource(resource) => self
+                .shared
+                .resource_route(&resource.uri)
+                .first()
+                .map(|(s, _)| s.clone()),
+            _ => None,
+        };
+        let route: Vec<_> = self
+            .shared
+            .upstreams(|c| c.completions.is_some())
+            .into_iter()
+            .filter(|(s, _)| owner.as_ref().is_none_or(|o| o == s))
+            .collect();
+        let mut last = None;
+        for (server, peer) in route {
+            match self
+                .shared
+                .pass(&server, peer.complete(request.clone()))
+                .await
+            {
+                Ok(result) => return Ok(result),
+                Err(error) => last = Some(error),
+            }
+        }
+        Err(last.unwrap_or_else(|| method_not_found("completion")))
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let upstreams = self.shared.upstreams(|c| c.logging.is_some());
+        if upstreams.is_empty() {
+            return Err(method_not_found("logging"));
+        }
+        for (server, peer) in upstreams {
+            if let Err(error) = self
+                .shared
+                .pass(&server, peer.set_level(request.clone()))
+                .await
+            {
+                tracing::warn!(%server, %error.message, "logging/setLevel failed");
+            }
+        }
+        Ok(())
+    }
+
+    async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
+        for (server, peer) in self.shared.upstreams(|_| true) {
+            if let Err(error) = peer.notify_roots_list_changed().await {
+                tracing::debug!(%server, %error, "roots/list_changed not delivered");
+            }
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! The guard proxy (B17), run as the real binary.
