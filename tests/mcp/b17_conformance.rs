@@ -88,12 +88,14 @@ fn guard(suite: &Conformance, label: &str, upstream: &str) -> ServerProcess {
     std::fs::create_dir_all(&dir).expect("the guard's dir");
     let port = free_port();
     let config = dir.join("guard.yaml");
-    let text = format!(
-        "upstreams:\n  - name: everything\n{upstream}serve:\n  http:\n    bind: \"127.0.0.1:{port}\"\n"
-    );
+    let text = format!("upstreams:\n  - name: everything\n{upstream}");
     std::fs::write(&config, text).expect("write the guard's config");
     let mut command = Command::new(guard_binary());
-    command.arg("--config").arg(&config);
+    command
+        .arg("--config")
+        .arg(&config)
+        .arg("--http")
+        .arg(format!("127.0.0.1:{port}"));
     ServerProcess::start(command, port, dir.join("guard.log"))
 }
 
