@@ -58,7 +58,7 @@ with open(venv + ".lock", "w") as lock:
 "#;
 
 /// Runs `command` to its end, or kills it after `timeout`; its output either way.
-fn run(command: &mut Command, timeout: Duration) -> (Output, bool) {
+pub fn run(command: &mut Command, timeout: Duration) -> (Output, bool) {
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -95,7 +95,7 @@ fn run(command: &mut Command, timeout: Duration) -> (Output, bool) {
     (output, timed_out)
 }
 
-fn report(what: &str, (output, timed_out): &(Output, bool)) -> String {
+pub fn report(what: &str, (output, timed_out): &(Output, bool)) -> String {
     format!(
         "{what}: {}\n--- stdout\n{}\n--- stderr\n{}",
         if *timed_out {
@@ -131,8 +131,8 @@ fn python() -> &'static str {
         .expect("B9's Python client needs python3 (3.10 or newer) on PATH")
 }
 
-/// The virtualenv's Python, with the pinned SDK.
-fn venv_python() -> PathBuf {
+/// The virtualenv's Python, with the pinned SDK (B17's HTTP client runs on it too).
+pub fn venv_python() -> PathBuf {
     let target = profile_dir().parent().expect("target").to_owned();
     let venv = target.join(VENV);
     let outcome = run(

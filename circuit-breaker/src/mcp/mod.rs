@@ -162,6 +162,8 @@
 //! [`build`](McpClientBuilder::build).
 
 mod client;
+#[cfg(feature = "mcp-http")]
+mod http;
 mod server;
 
 pub use client::{
@@ -171,6 +173,8 @@ pub use client::{
 };
 #[doc(hidden)]
 pub use client::{Relay, RelayFuture};
+#[cfg(feature = "mcp-http")]
+pub use http::{HttpOptions, HttpServer, serve_http};
 pub use server::{McpServer, to_call_tool_result, to_tool};
 
 /// The rmcp this crate is built against, for the types of a transport or a client.

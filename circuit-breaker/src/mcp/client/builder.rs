@@ -32,6 +32,8 @@ struct ServerConfig {
     connector: Connector,
     /// `network.transport` of the conventions (B12): `pipe` for a child's stdio.
     transport: Option<&'static str>,
+    /// What is wrong with how the server was given (a URL that is none), reported by `build`.
+    problem: Option<String>,
 }
 
 type Configure = Box<dyn FnOnce(ExpeditorBuilder) -> ExpeditorBuilder + Send>;
@@ -126,6 +128,7 @@ impl McpClientBuilder {
             name: name.into(),
             connector,
             transport: Some("pipe"),
+            problem: None,
         });
         self
     }
@@ -173,6 +176,84 @@ impl McpClientBuilder {
             name: name.into(),
             connector,
             transport: None,
+            problem: None,
+        });
+        self
+    }
+
+    /// A remote server reached over streamable HTTP at `url` (feature `mcp-http`), as
+    /// [`url_with`](Self::url_with) with no header of its own.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), agent_circuit_breaker::mcp::McpClientError> {
+    /// use agent_circuit_breaker::mcp::McpClient;
+    ///
+    /// let tools = McpClient::builder()
+    ///     .url("search", "https://search.example.com/mcp")
+    ///     .build()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "mcp-http")]
+    pub fn url(self, name: impl Into<String>, url: impl Into<String>) -> Self {
+        self.url_with(name, url, std::iter::empty::<(String, String)>())
+    }
+
+    /// A remote server reached over streamable HTTP at `url` (`http://` or `https://`;
+    /// feature `mcp-http`), with `headers` sent on every request — `Authorization: Bearer
+    /// ...`, an API key. Its calls, deadlines, health checks and outages are those of any
+    /// other server: a connection refused or cut is the server unreachable (its tools open
+    /// as one `ServerDown`), and a reconnect opens a new MCP session. TLS is rustls with the
+    /// platform's certificate verifier.
+    ///
+    /// A URL that is none, or a header that is no HTTP header or one the transport sets
+    /// itself (`Accept`, `Content-Type`, `Mcp-Session-Id`, ...), is an error of
+    /// [`build`](Self::build).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), agent_circuit_breaker::mcp::McpClientError> {
+    /// use agent_circuit_breaker::mcp::McpClient;
+    ///
+    /// let token = std::env::var("SEARCH_TOKEN").unwrap_or_default();
+    /// let tools = McpClient::builder()
+    ///     .url_with(
+    ///         "search",
+    ///         "https://search.example.com/mcp",
+    ///         [("Authorization", format!("Bearer {token}"))],
+    ///     )
+    ///     .build()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "mcp-http")]
+    pub fn url_with<K, V>(
+        mut self,
+        name: impl Into<String>,
+        url: impl Into<String>,
+        headers: impl IntoIterator<Item = (K, V)>,
+    ) -> Self
+    where
+        K: Into<String>,
+        V: Into<String>,
+    {
+        let headers = headers
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        let (connector, problem) = match super::remote::connector(&url.into(), headers) {
+            Ok(connector) => (connector, None),
+            Err(problem) => {
+                let never: Connector = Arc::new(|_| {
+                    Box::pin(async { Err("not configured".to_owned()) }) as ConnectFuture
+                });
+                (never, Some(problem))
+            }
+        };
+        self.servers.push(ServerConfig {
+            name: name.into(),
+            connector,
+            transport: Some("tcp"),
+            problem,
         });
         self
     }
@@ -286,7 +367,7 @@ impl McpClientBuilder {
     fn check_config(&self) -> Result<(), McpClientError> {
         if self.servers.is_empty() {
             return Err(McpClientError::Config(
-                "no MCP server: add one with child(..) or connect(..)".to_owned(),
+                "no MCP server: add one with child(..), url(..) or connect(..)".to_owned(),
             ));
         }
         let mut problems = Vec::new();
@@ -295,6 +376,9 @@ impl McpClientBuilder {
                 problems.push(format!("server #{} has an empty name", i + 1));
             } else if self.servers[..i].iter().any(|s| s.name == server.name) {
                 problems.push(format!("server `{}` is given twice", server.name));
+            }
+            if let Some(problem) = &server.problem {
+                problems.push(format!("server `{}`: {problem}", server.name));
             }
         }
         for (server, _) in &self.deadlines {

@@ -17,6 +17,8 @@ mod health;
 mod overlay;
 mod passthrough;
 mod relay;
+#[cfg(feature = "mcp-http")]
+mod remote;
 mod tools;
 
 use std::fmt;
