@@ -112,8 +112,12 @@ impl ServerProcess {
         server
     }
 
+    /// The last lines of its output (a guard logs every session it serves).
     pub fn log_text(&self) -> String {
-        fs::read_to_string(&self.log).unwrap_or_default()
+        const LINES: usize = 60;
+        let text = fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(LINES)..].join("\n")
     }
 }
 

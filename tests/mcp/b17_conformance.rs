@@ -16,12 +16,15 @@
 
 #[path = "../common/conformance.rs"]
 mod conformance;
+#[path = "../common/examples.rs"]
+mod examples;
 
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 
 use conformance::{Conformance, ServerProcess, SuiteRun, free_port, table, target_dir};
+use examples::example_binary;
 
 /// The scenarios the reference server passes directly with the pinned versions: fewer means
 /// the setup broke (the suite could not reach it, or changed), not that the guard did.
@@ -82,13 +85,13 @@ const GUARD_PACKAGE: &str = "agent-circuit-breaker-guard";
 const GUARD_BIN: &str = "circuit-breaker-guard";
 
 /// The guard serving streamable HTTP on a free port, in front of the one upstream `upstream`
-/// (the YAML of one `upstreams:` entry, without its name).
+/// (the YAML of one `upstreams:` entry, without its name), with its default policy.
 fn guard(suite: &Conformance, label: &str, upstream: &str) -> ServerProcess {
     let dir = suite.fresh_dir(label);
     std::fs::create_dir_all(&dir).expect("the guard's dir");
     let port = free_port();
     let config = dir.join("guard.yaml");
-    let text = format!("upstreams:\n  - name: everything\n{upstream}");
+    let text = format!("upstreams:\n  - name: upstream\n{upstream}");
     std::fs::write(&config, text).expect("write the guard's config");
     let mut command = Command::new(guard_binary());
     command
@@ -123,16 +126,7 @@ fn b17_conformance_through_the_guard() {
 
     // The common case: the upstream is the guard's child, over stdio.
     let (node, args) = suite.everything_stdio();
-    let args: Vec<String> = args.iter().map(|arg| yaml(arg)).collect();
-    let stdio_guard = guard(
-        &suite,
-        "guard-stdio",
-        &format!(
-            "    command: {}\n    args: [{}]\n",
-            yaml(&node.display().to_string()),
-            args.join(", ")
-        ),
-    );
+    let stdio_guard = guard(&suite, "guard-stdio", &stdio_upstream(&node, &args));
     let stdio = suite.run("stdio", &stdio_guard.url);
     // The upstream over streamable HTTP: the reference server already running.
     let http_guard = guard(
@@ -154,4 +148,40 @@ fn b17_conformance_through_the_guard() {
             guard.log_text()
         );
     }
+}
+
+/// A command line as the YAML of an upstream over stdio.
+fn stdio_upstream(command: &std::path::Path, args: &[String]) -> String {
+    let args: Vec<String> = args.iter().map(|arg| yaml(arg)).collect();
+    format!(
+        "    command: {}\n    args: [{}]\n",
+        yaml(&command.display().to_string()),
+        args.join(", ")
+    )
+}
+
+/// The example server (`examples/mcp_server`, a guarded `#[toolbox(json)]`) behind the guard:
+/// it has no resources or prompts, and none of the suite's fixture tools, so most scenarios
+/// fail for what it lacks; the lifecycle and the tools list must pass.
+#[test]
+fn b17_conformance_of_the_example_server_through_the_guard() {
+    let suite = Conformance::installed();
+    let example = guard(
+        &suite,
+        "guard-example",
+        &stdio_upstream(&example_binary("mcp_server"), &[]),
+    );
+    let run = suite.run("example", &example.url);
+    println!("{}", table(&[&run]));
+    let failed: Vec<&str> = ["server-initialize", "ping", "tools-list"]
+        .into_iter()
+        .filter(|scenario| !run.outcome(scenario).is_some_and(|o| o.passed()))
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "the example fails {failed:?} through the guard:\n{}\n{}\nguard log:\n{}",
+        table(&[&run]),
+        run.output,
+        example.log_text()
+    );
 }
