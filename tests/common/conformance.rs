@@ -55,6 +55,8 @@ pub struct SuiteRun {
     pub scenarios: BTreeMap<String, Outcome>,
     /// What the suite printed, for a failure's message.
     pub output: String,
+    /// How long the suite ran.
+    pub took: Duration,
 }
 
 impl SuiteRun {
@@ -256,6 +258,7 @@ impl Conformance {
     /// A scenario the suite runs but saves nothing for (it threw) has failed.
     pub fn run(&self, label: &str, url: &str) -> SuiteRun {
         let out = self.fresh_dir(label);
+        let start = Instant::now();
         let outcome = run_to_end(
             Command::new(&self.node)
                 .arg(self.suite_js())
@@ -296,6 +299,7 @@ impl Conformance {
             label: label.to_owned(),
             scenarios,
             output,
+            took: start.elapsed(),
         }
     }
 }
@@ -380,10 +384,11 @@ pub fn table(runs: &[&SuiteRun]) -> String {
     }
     for run in runs {
         text.push_str(&format!(
-            "{}: {} of {} scenarios pass\n",
+            "{}: {} of {} scenarios pass ({:.1} s)\n",
             run.label,
             run.passed().count(),
-            run.scenarios.len()
+            run.scenarios.len(),
+            run.took.as_secs_f64()
         ));
     }
     if !reasons.is_empty() {
