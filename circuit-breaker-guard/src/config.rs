@@ -130,9 +130,16 @@ pub struct Http {
     /// The address to listen on: loopback unless said otherwise.
     #[serde(default = "default_bind")]
     pub bind: SocketAddr,
-    /// `Origin` headers accepted besides the loopback ones.
+    /// `Origin` headers accepted besides the loopback ones (`scheme://host:port`).
     #[serde(default)]
     pub allowed_origins: Vec<String>,
+    /// The endpoint's path.
+    #[serde(default = "default_path")]
+    pub path: String,
+}
+
+fn default_path() -> String {
+    "/mcp".to_owned()
 }
 
 fn default_bind() -> SocketAddr {
@@ -281,7 +288,17 @@ pub fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Config,
         None => env!("CARGO_PKG_NAME").to_owned(),
     };
     if let Some(raw) = get("overlay") {
-        reader.overlay_servers(raw, &upstreams);
+        // Named as written, so that an upstream with problems of its own still counts.
+        let names: Vec<&str> = get("upstreams")
+            .and_then(Value::as_sequence)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|i| i.get("name")?.as_str())
+                    .collect()
+            })
+            .unwrap_or_default();
+        reader.overlay_servers(raw, &names);
     }
     if !reader.problems.is_empty() {
         reader
@@ -593,8 +610,7 @@ impl Reader<'_> {
     }
 
     /// Servers the overlay names (`servers:`, a tool's `server:`) that are no upstream.
-    fn overlay_servers(&mut self, overlay: &Value, upstreams: &[Upstream]) {
-        let names: Vec<&str> = upstreams.iter().map(|u| u.name.as_str()).collect();
+    fn overlay_servers(&mut self, overlay: &Value, names: &[&str]) {
         let entries = |key: &str| {
             overlay
                 .get(key)

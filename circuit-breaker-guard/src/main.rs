@@ -226,7 +226,10 @@ fn summary(config: &Config) -> String {
         humantime::format_duration(config.health.ttl)
     ));
     match &config.http {
-        Some(http) => out.push_str(&format!("serve: streamable HTTP on {}\n", http.bind)),
+        Some(http) => out.push_str(&format!(
+            "serve: streamable HTTP on http://{}{}\n",
+            http.bind, http.path
+        )),
         None => out.push_str("serve: stdio\n"),
     }
     if let Some(fleet) = &config.fleet {
@@ -374,8 +377,10 @@ fn add_upstream(
             }
             Ok(builder.child(upstream.name.clone(), &child))
         }
-        Transport::Http { url, .. } => Err(format!(
-            "{url}: streamable HTTP upstreams are not in this build yet"
+        Transport::Http { url, headers } => Ok(builder.url_with(
+            upstream.name.clone(),
+            url.clone(),
+            headers.iter().map(|(k, v)| (k.clone(), v.clone())),
         )),
     }
 }
@@ -404,9 +409,58 @@ async fn serve_stdio(shared: Arc<proxy::Shared>) -> ExitCode {
     }
 }
 
-async fn serve_http(_shared: Arc<proxy::Shared>, addr: &str, _config: &Config) -> ExitCode {
-    eprintln!("circuit-breaker-guard: serving streamable HTTP on {addr} is not in this build yet");
-    ExitCode::from(2)
+async fn serve_http(shared: Arc<proxy::Shared>, addr: &str, config: &Config) -> ExitCode {
+    use agent_circuit_breaker::mcp::{HttpOptions, serve_http};
+    let addr: std::net::SocketAddr = match addr.parse() {
+        Ok(addr) => addr,
+        Err(error) => {
+            eprintln!("circuit-breaker-guard: --http {addr}: {error} (write e.g. 127.0.0.1:8931)");
+            return ExitCode::from(2);
+        }
+    };
+    let mut options = HttpOptions::new().bind(addr);
+    if let Some(http) = &config.http {
+        options = options.path(http.path.clone());
+        for origin in &http.allowed_origins {
+            options = options.allow_origin(origin.clone());
+        }
+    }
+    // A session each: what its client was told of the offer is its own.
+    let server = match serve_http(move || proxy::Guard::new(Arc::clone(&shared)), options).await {
+        Ok(server) => server,
+        Err(error) => {
+            eprintln!("circuit-breaker-guard: cannot serve on {addr}: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    eprintln!(
+        "circuit-breaker-guard: serving streamable HTTP at {}",
+        server.url()
+    );
+    stopped().await;
+    server.shutdown().await;
+    ExitCode::SUCCESS
+}
+
+/// Until the process is asked to stop (Ctrl-C, SIGTERM).
+async fn stopped() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
 }
 
 /// The state table to stderr on SIGUSR1.

@@ -850,14 +850,18 @@ async fn the_deadline_is_a_tools_timeout_not_a_server_outage() {
 async fn arguments_that_do_not_fit_are_the_models_mistakes_never_charged() {
     let Setup { client, docs, .. } = setup(|b| b).await;
     for (arguments, wanted) in [
-        (json!({}), "missing required argument `query`"),
+        (
+            json!({}),
+            "\"query\" is a required property (keyword `required`)",
+        ),
         (
             json!({ "query": 3 }),
-            "argument `query` must be of type string, not a number",
+            "at `/query`: 3 is not of type \"string\" (keyword `type`)",
         ),
         (
             json!({ "query": "x", "qurey": "y" }),
-            "unknown argument `qurey`; did you mean `query`?",
+            "Additional properties are not allowed ('qurey' was unexpected) (keyword \
+             `additionalProperties`); did you mean `query`?",
         ),
         (
             json!(["x"]),

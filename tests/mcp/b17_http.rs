@@ -341,6 +341,36 @@ async fn b17_a_bad_path_or_a_taken_port_is_an_error_value() {
     assert_eq!(error.kind(), std::io::ErrorKind::AddrInUse);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b17_stateless_serves_each_request_on_its_own() {
+    let toolbox = Arc::new(GuardedRemote::new(Remote::default()));
+    let server = serve_remote(&toolbox, HttpOptions::new().stateless(true).path("/rpc")).await;
+    assert!(server.url().ends_with("/rpc"), "{}", server.url());
+    let addr = server.local_addr();
+    let (status, headers, body) = tokio::task::spawn_blocking(move || {
+        raw(
+            addr,
+            &format!(
+                "POST /rpc HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\n\
+                 Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\
+                 Connection: close\r\n\r\n{INITIALIZE}",
+                addr.port(),
+                INITIALIZE.len()
+            ),
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(header(&headers, "mcp-session-id"), None, "no session");
+    let (client, _changes) = connect(&server.url()).await;
+    assert_eq!(listed(&client).await, ["lookup", "slow"]);
+    let result = call(&client, "lookup", json!({ "word": "plain" })).await;
+    assert_eq!(text(&result), "plain: a word");
+    client.cancel().await.expect("close");
+    server.shutdown().await;
+}
+
 // ---------------------------------------------------------------------------------------
 // McpClient against a remote server.
 
@@ -436,8 +466,16 @@ async fn b17_a_url_server_down_is_one_event_and_check_reconnects_when_it_is_back
     assert_eq!(reply.value, Some(json!("rebind: a word")), "{reply:?}");
     assert_eq!(client.connections("remote"), Some(1));
 
-    // The server goes away: the next call finds it unreachable, one event for both tools.
+    // The server goes away (its session open, the client's event stream with it): the next
+    // call finds it unreachable, one event for both tools.
+    let started = Instant::now();
     server.shutdown().await;
+    let shut = started.elapsed();
+    eprintln!("HTTP: shutdown with a session open in {shut:?}");
+    assert!(
+        shut < Duration::from_secs(2),
+        "sessions closed, not waited out: {shut:?}"
+    );
     let started = Instant::now();
     let reply = client.call("lookup", json!({ "word": "gone" })).await;
     let down_after = started.elapsed();
@@ -485,7 +523,7 @@ async fn b17_a_url_server_down_is_one_event_and_check_reconnects_when_it_is_back
         "HTTP: check() reconnect → ServerUp in {:?}",
         started.elapsed()
     );
-    assert!(client.connections("remote").unwrap() >= 2);
+    assert_eq!(client.connections("remote"), Some(2), "one new session");
     assert_eq!(client.is_connected("remote"), Some(true));
     let events = log.server_events();
     assert!(

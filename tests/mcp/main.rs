@@ -15,10 +15,14 @@ pub mod b10_mcp_agent;
 pub mod b10_mcp_client;
 #[path = "b10_servers.rs"]
 pub mod b10_servers;
+#[path = "b17_arguments.rs"]
+pub mod b17_arguments;
 #[path = "b17_conformance.rs"]
 pub mod b17_conformance;
 #[path = "b17_http.rs"]
 pub mod b17_http;
+#[path = "b17_protocol.rs"]
+pub mod b17_protocol;
 #[path = "b18_model_loop.rs"]
 pub mod b18_model_loop;
 #[path = "b9_example_servers.rs"]

@@ -1,1 +1,18 @@
-//! The guard proxy (B17), run as the real binary.
+//! The guard proxy (B17), run as the real binary in front of real upstream MCP servers (this
+//! binary run again, `upstream.rs`) and driven by a real rmcp client over its stdio.
+//!
+//! One test binary; each file is one module, public so that what a file declares for the
+//! others counts as used.
+
+#[path = "b17_check.rs"]
+pub mod b17_check;
+#[path = "b17_guard.rs"]
+pub mod b17_guard;
+#[path = "b17_http.rs"]
+pub mod b17_http;
+#[path = "b17_pass_through.rs"]
+pub mod b17_pass_through;
+#[path = "common.rs"]
+pub mod common;
+#[path = "upstream.rs"]
+pub mod upstream;

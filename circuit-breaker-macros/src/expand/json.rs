@@ -52,6 +52,10 @@ pub fn json_dispatch(checked: &Checked<'_>, generated: &Generated) -> TokenStrea
                 __CB_DEFINITIONS.get(build)
             }
 
+            fn definitions_version(&self) -> #PRIVATE::core::option::Option<u64> {
+                #PRIVATE::Some(0)
+            }
+
             fn expeditor(&self) -> &#PRIVATE::Expeditor {
                 &self.expeditor
             }

@@ -475,6 +475,14 @@ pub trait ToolDispatch: Send + Sync {
     /// Every tool's definition, in capability-map order.
     fn definitions(&self) -> Vec<ToolDefinition>;
 
+    /// A number that changes whenever [`definitions`](Self::definitions) may give something
+    /// else, so that an adapter watching the offer (the MCP server) need not copy the
+    /// definitions to learn that nothing changed. `None` (the default): they may change at
+    /// any time. `#[toolbox(json)]`'s definitions never change (`Some(0)`).
+    fn definitions_version(&self) -> Option<u64> {
+        None
+    }
+
     /// The expeditor behind the tools.
     fn expeditor(&self) -> &Expeditor;
 
@@ -521,9 +529,12 @@ pub trait ToolDispatch: Send + Sync {
     fn offered(&self) -> Vec<ToolDefinition> {
         let expeditor = self.expeditor();
         let offer = expeditor.offer();
+        // A set: with hundreds of tools a search of the offer per definition is quadratic.
+        let offered: std::collections::HashSet<&str> =
+            offer.offered.iter().map(String::as_str).collect();
         self.definitions()
             .into_iter()
-            .filter(|d| offer.offered.contains(&d.name))
+            .filter(|d| offered.contains(d.name.as_str()))
             .map(|mut d| {
                 // Back on probation (B15): the model is told, so that one failure more is
                 // no surprise and its next call is read as the check it is.

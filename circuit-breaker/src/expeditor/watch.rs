@@ -43,4 +43,10 @@ impl Expeditor {
             seen: self.inner.changed.version(),
         }
     }
+
+    /// How many times the state changed so far, as a [`Watch`] counts: equal counts mean
+    /// nothing a watch sees changed in between.
+    pub(crate) fn change_count(&self) -> u64 {
+        self.inner.changed.version()
+    }
 }

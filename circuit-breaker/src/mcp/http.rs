@@ -137,8 +137,9 @@ impl HttpServer {
         }
     }
 
-    /// Serves until the server stops: on [`shutdown`](Self::shutdown) from a clone of
-    /// nothing, so in practice until the process ends.
+    /// Serves until the server's task ends. It does not end on its own (a failed `accept` is
+    /// logged and retried), so this is for a program whose work is serving: it returns when
+    /// the process ends it.
     ///
     /// # Errors
     ///

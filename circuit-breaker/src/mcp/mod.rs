@@ -29,7 +29,17 @@
 //!   typed methods of the same toolbox, a precheck, a new cycle. After every call, and
 //!   whenever the expeditor's state changes ([`Expeditor::watch`](crate::Expeditor::watch);
 //!   a task per session, ended with the session), the offered names are compared with those
-//!   the client was last told (by a `tools/list` answer or a notification).
+//!   the client was last told (by a `tools/list` answer or a notification) — unless nothing
+//!   changed in the expeditor and the definitions are the same
+//!   ([`ToolDispatch::definitions_version`](crate::dispatch::ToolDispatch::definitions_version)),
+//!   so that a call costs the same with 3 tools or 1,000.
+//! - Revisions: 2024-11-05 to 2025-11-25 over `initialize`, and 2026-07-28, stateless (each
+//!   request names its revision; no `ping`; `server/discover`). A session begins — its own
+//!   cycle — with `initialize` or, on 2026-07-28, its first request. `tools/list` carries
+//!   `ttlMs: 0` and `cacheScope: private` on 2026-07-28 only (the offer may change at any
+//!   moment; older revisions do not define the fields); there `list_changed` goes on the
+//!   client's `subscriptions/listen` stream. What rmcp supports of each revision is in
+//!   `docs/mcp.md`.
 //!
 //! A call the client cancels (`notifications/cancelled`) is dropped where it waits: its
 //! ticket is dropped, which the expeditor records as a cancellation, never as a failure.
@@ -131,11 +141,25 @@
 //! - PAUSE: refused, with the pause note.
 //!
 //! Before any of that, a name that is no listed tool, arguments that are no JSON object, and
-//! arguments that miss a `required` property, add one where `additionalProperties` is false,
-//! or give a property of another simple `type` than its schema says are the model's
-//! mistakes, answered without a call.
+//! arguments that do not fit the tool's input schema are the model's mistakes: answered
+//! without a call, counted, never charged. The schema is checked in full — JSON Schema
+//! 2020-12, or the draft its `$schema` names (`pattern`, `minimum`, `enum`, `oneOf`,
+//! `$ref`/`$defs`, ...; `format` is an annotation, not asserted) — by a validator compiled
+//! once when the tool is listed, and the note names the keyword that failed and where
+//! (`at `/limit`: 0 is less than the minimum of 1 (keyword `minimum`)`). A `$ref` to another
+//! document is never fetched: a schema that needs one, or that does not compile (an invalid
+//! `pattern`), or nests deeper than 64 levels, leaves its tool offered with its arguments
+//! checked only as an object, and the server to judge them (logged when listed).
 //!
-//! **Health checks** (R10.1): one MCP `ping` per server, not per tool, recorded for all its
+//! **Revisions** (B17): a connection asks for 2026-07-28 first (`server/discover`) and falls
+//! back to `initialize` where the server does not know it ([`McpClient::protocol_version`]).
+//! On 2026-07-28 a listen stream brings `list_changed`. A tool list's `ttlMs` is its
+//! freshness (R6): a stale list is listed again before a call to that server's tools, by
+//! [`McpClient::check`], and in the background when the definitions are read — unless the
+//! connection pushes `list_changed`, which keeps it fresh.
+//!
+//! **Health checks** (R10.1): one MCP `ping` per server (`server/discover` on 2026-07-28,
+//! which has no `ping`), not per tool, recorded for all its
 //! tools ([`Expeditor::record_server_check`](crate::Expeditor::record_server_check)) and
 //! trusted for the health TTL ([`McpClientBuilder::health_ttl`]). A call after that pings
 //! first: an answer is AVAILABLE, no answer within the ping timeout UNAVAILABLE (its tools
@@ -160,6 +184,46 @@
 //! is shown as an empty object schema, tools with empty or repeated names are left out, a
 //! server that closes during `initialize` is an error value of
 //! [`build`](McpClientBuilder::build).
+//!
+//! # Remote servers (streamable HTTP)
+//!
+//! With feature `mcp-http`, both sides speak MCP's remote transport (B17).
+//! [`McpServer::serve_http`] serves a toolbox on a local port, a clone of the server per
+//! session; [`serve_http`] serves any rmcp [`ServerHandler`](rmcp::ServerHandler), `make`
+//! called per session. Bound to 127.0.0.1 on a free port unless
+//! [`HttpOptions::bind`] says otherwise, at `/mcp`, with sessions told apart by their
+//! `Mcp-Session-Id`. Against DNS rebinding (the transport spec's requirement) a request whose
+//! `Origin` is not this machine's nor [allowed](HttpOptions::allow_origin), or, on a loopback
+//! address, whose `Host` names another host, is answered HTTP 403; one without `Origin` (no
+//! browser) passes.
+//!
+//! ```no_run
+//! # #[cfg(feature = "mcp-http")]
+//! # async fn serve(guarded: impl agent_circuit_breaker::dispatch::ToolDispatch + 'static) -> std::io::Result<()> {
+//! use agent_circuit_breaker::mcp::{HttpOptions, McpServer};
+//!
+//! let server = McpServer::new(guarded).serve_http(HttpOptions::new()).await?;
+//! eprintln!("MCP at {}", server.url()); // http://127.0.0.1:PORT/mcp
+//! server.wait().await
+//! # }
+//! ```
+//!
+//! [`McpClientBuilder::url`] (and [`url_with`](McpClientBuilder::url_with), for headers such
+//! as `Authorization`) adds a remote server, guarded as any other: the per-call deadline, the
+//! health checks, a connection refused or cut is the server unreachable (one `ServerDown`),
+//! and a probe or [`McpClient::check`] reconnects with a new session.
+//!
+//! ```no_run
+//! # #[cfg(feature = "mcp-http")]
+//! # async fn demo() -> Result<(), agent_circuit_breaker::mcp::McpClientError> {
+//! use agent_circuit_breaker::mcp::McpClient;
+//!
+//! let tools = McpClient::builder()
+//!     .url_with("search", "https://search.example.com/mcp", [("Authorization", "Bearer …")])
+//!     .build()
+//!     .await?;
+//! # Ok(()) }
+//! ```
 
 mod client;
 #[cfg(feature = "mcp-http")]

@@ -2,22 +2,33 @@
 //! the [module](super) that re-exports it.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
 use std::future::{Future, poll_fn};
 use std::pin::pin;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::Poll;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeRequestParams, InitializeResult, ListToolsResult, MetaObject, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+    Implementation, InitializeRequestParams, InitializeResult, ListToolsResult, MetaObject,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    Tool,
 };
-use rmcp::service::{NotificationContext, Peer, QuitReason, RequestContext, RoleServer};
+use rmcp::service::{
+    NotificationContext, Peer, QuitReason, RequestContext, RoleServer, SubscriptionContext,
+    SubscriptionSink,
+};
 use rmcp::{ErrorData, RmcpError, ServerHandler, ServiceExt as _};
 use serde_json::Value;
 
+use crate::CircuitState;
 use crate::dispatch::{ModelMistake, Reply, ReplyOutcome, ToolDefinition, ToolDispatch};
+
+/// The newest MCP revision served. 2026-07-28 is stateless: no `initialize`, no `ping`,
+/// list results with `ttlMs` and `cacheScope`, `list_changed` only on a
+/// `subscriptions/listen` stream.
+const NEWEST: ProtocolVersion = ProtocolVersion::V_2026_07_28;
 
 /// A guarded toolbox as an MCP server: `tools/list` is the offer, `tools/call` the guarded
 /// path, `list_changed` when the offer changes (see the [module](super)).
@@ -27,6 +38,8 @@ use crate::dispatch::{ModelMistake, Reply, ReplyOutcome, ToolDefinition, ToolDis
 /// clone it once per session where a transport serves several.
 pub struct McpServer<D> {
     dispatch: Arc<D>,
+    /// Shared by every session: the tools by name, while the definitions stay the same.
+    defined: Arc<Defined>,
     implementation: Implementation,
     instructions: Option<String>,
     /// This connection's own: what its client was told, and the end of its watcher.
@@ -38,31 +51,103 @@ pub struct McpServer<D> {
 /// Numbers sessions, for their cycles.
 static SESSIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// One connection's memory: the offered names its client was last told of (`None` before it
-/// was told any), and the signal that ends its watcher when the server value is dropped.
+/// One connection's memory: the offered names its client was last told of, the revision
+/// it speaks, the subscription a 2026-07-28 client listens on, and the signal that ends its
+/// watcher when the server value is dropped.
 #[derive(Default)]
 struct Session {
-    /// This session's number, for its cycle.
+    /// This session's number, for its cycle; set when the session starts.
     number: std::sync::OnceLock<u64>,
-    announced: Mutex<Option<Vec<String>>>,
+    told: Mutex<Told>,
+    /// The revision negotiated: by `initialize`, or named by a stateless request's `_meta`.
+    protocol: Mutex<Option<ProtocolVersion>>,
+    /// Where `list_changed` goes on 2026-07-28, which sends it only on a listen stream.
+    sink: Mutex<Option<SubscriptionSink>>,
     closed: tokio::sync::Notify,
 }
 
-impl Session {
-    fn announced(&self) -> std::sync::MutexGuard<'_, Option<Vec<String>>> {
-        self.announced
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
+/// What a session's client was told of the offer.
+#[derive(Default)]
+struct Told {
+    /// The offered names, sorted (`None` before it was told any).
+    names: Option<Vec<String>>,
+    /// The expeditor's change count and the definitions' version when those names were
+    /// read: while both are the same, so is the offer, and nothing need be read again.
+    stamp: Option<(u64, u64)>,
+}
 
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Session {
     /// Remembers `names` as told; whether they differ from what the client was told before
     /// (never, before it was told anything).
-    fn tell(&self, names: Vec<String>) -> bool {
-        let mut announced = self.announced();
-        let changed = announced.as_ref().is_some_and(|told| *told != names);
-        *announced = Some(names);
+    fn tell(&self, names: Vec<String>, stamp: Option<(u64, u64)>) -> bool {
+        let mut told = lock(&self.told);
+        let changed = told.names.as_ref().is_some_and(|was| *was != names);
+        told.names = Some(names);
+        told.stamp = stamp;
         changed
     }
+
+    /// Whether the offer is known unchanged since the client was told: nothing changed in
+    /// the expeditor, and the definitions are the same.
+    fn unchanged(&self, stamp: Option<(u64, u64)>) -> bool {
+        stamp.is_some() && lock(&self.told).stamp == stamp
+    }
+
+    fn protocol(&self) -> Option<ProtocolVersion> {
+        lock(&self.protocol).clone()
+    }
+
+    /// Whether the session speaks a revision without `initialize` (2026-07-28 on).
+    fn stateless(&self) -> bool {
+        self.protocol().is_some_and(|v| !v.has_initialize())
+    }
+}
+
+/// The toolbox's tools by name, kept while [`ToolDispatch::definitions_version`] stays the
+/// same: the offer is filtered and a tool found by a hash lookup, without copying every
+/// definition on every call.
+#[derive(Default)]
+struct Defined {
+    cached: Mutex<Option<(u64, Arc<HashMap<String, ToolDefinition>>)>>,
+}
+
+impl Defined {
+    fn get(&self, dispatch: &impl ToolDispatch) -> Arc<HashMap<String, ToolDefinition>> {
+        let version = dispatch.definitions_version();
+        if let Some(version) = version
+            && let Some((at, map)) = &*lock(&self.cached)
+            && *at == version
+        {
+            return Arc::clone(map);
+        }
+        let map: Arc<HashMap<_, _>> = Arc::new(
+            dispatch
+                .definitions()
+                .into_iter()
+                .map(|d| (d.name.clone(), d))
+                .collect(),
+        );
+        if let Some(version) = version {
+            *lock(&self.cached) = Some((version, Arc::clone(&map)));
+        }
+        map
+    }
+}
+
+/// The expeditor's change count and the definitions' version; `None` when the definitions
+/// may change unseen.
+fn stamp(dispatch: &impl ToolDispatch) -> Option<(u64, u64)> {
+    let definitions = dispatch.definitions_version()?;
+    Some((dispatch.expeditor().change_count(), definitions))
+}
+
+/// Whether `version` defines the caching hints of list results (`ttlMs`, `cacheScope`).
+fn has_cache_hints(version: Option<&ProtocolVersion>) -> bool {
+    version.is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
 
 impl<D> Drop for McpServer<D> {
@@ -89,6 +174,7 @@ impl<D: ToolDispatch + 'static> McpServer<D> {
         McpServer {
             cycle_per_session: true,
             dispatch,
+            defined: Arc::default(),
             implementation: Implementation::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
             instructions: None,
             session: Arc::default(),
@@ -153,19 +239,43 @@ impl<D: ToolDispatch + 'static> McpServer<D> {
 
     /// The names offered now, remembered as told to the client.
     fn announce(&self) {
-        self.session.tell(offered_names(&*self.dispatch));
+        let stamp = stamp(&*self.dispatch);
+        let names = offered_names(&*self.dispatch, &self.defined);
+        self.session.tell(names, stamp);
     }
 
     /// Tells the client, if the offer changed since it was last told.
     async fn notify_if_changed(&self, peer: &Peer<RoleServer>) {
-        notify_if_changed(&*self.dispatch, &self.session, peer).await;
+        notify_if_changed(&*self.dispatch, &self.defined, &self.session, peer).await;
+    }
+
+    /// The session begins (its cycle, B13) with the first request that opens it:
+    /// `initialize`, or on 2026-07-28, which has none, any request naming its revision.
+    fn start_session(&self, protocol: Option<ProtocolVersion>) {
+        if let Some(protocol) = protocol {
+            lock(&self.session.protocol).get_or_insert(protocol);
+        }
+        let mut first = false;
+        let number = *self.session.number.get_or_init(|| {
+            first = true;
+            SESSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        });
+        if first && self.cycle_per_session {
+            self.dispatch
+                .expeditor()
+                .begin_conversation(&format!("mcp-session-{number}"));
+        }
     }
 
     /// Watches the expeditor for this session until the server value is dropped or the
     /// transport closes: a change of the offer made anywhere is announced, and so is one made
     /// by time (a tool back on probation, a pause lifted), at the instant it is due.
     fn spawn_watcher(&self, peer: Peer<RoleServer>) {
-        let (dispatch, session) = (Arc::clone(&self.dispatch), Arc::clone(&self.session));
+        let (dispatch, defined, session) = (
+            Arc::clone(&self.dispatch),
+            Arc::clone(&self.defined),
+            Arc::clone(&self.session),
+        );
         tokio::spawn(async move {
             let mut watch = dispatch.expeditor().watch();
             loop {
@@ -178,7 +288,7 @@ impl<D: ToolDispatch + 'static> McpServer<D> {
                 if peer.is_transport_closed() {
                     break;
                 }
-                notify_if_changed(&*dispatch, &session, &peer).await;
+                notify_if_changed(&*dispatch, &defined, &session, &peer).await;
             }
         });
     }
@@ -193,8 +303,27 @@ async fn wait_until(expeditor: &crate::Expeditor, at: Option<crate::clock::Times
     }
 }
 
-fn offered_names(dispatch: &impl ToolDispatch) -> Vec<String> {
-    dispatch.offered().iter().map(announced).collect()
+/// The names offered now as [`announced`] names them, sorted: the expeditor's offer, less
+/// the names the toolbox does not define, each found by a hash lookup.
+fn offered_names(dispatch: &impl ToolDispatch, defined: &Defined) -> Vec<String> {
+    let expeditor = dispatch.expeditor();
+    let offer = expeditor.offer();
+    let tools = defined.get(dispatch);
+    let mut names: Vec<String> = offer
+        .offered
+        .into_iter()
+        .filter(|name| tools.contains_key(name))
+        .map(|name| {
+            let state = expeditor.tool(&name).and_then(|id| expeditor.state(id));
+            if state == Some(CircuitState::HalfOpen) {
+                format!("{name} (on probation)")
+            } else {
+                name
+            }
+        })
+        .collect();
+    names.sort_unstable();
+    names
 }
 
 /// What a client is told of a tool: its name, and whether it is on probation (its
@@ -210,14 +339,38 @@ fn announced(definition: &ToolDefinition) -> String {
     }
 }
 
+/// Whether the offer changed since the session's client was last told, remembering it as
+/// told. While nothing changed in the expeditor and the definitions are the same, this
+/// reads nothing else: a call's cost does not grow with the number of tools.
+fn offer_changed(dispatch: &impl ToolDispatch, defined: &Defined, session: &Session) -> bool {
+    // A change due by time (a cool-down ended) is made now, and moves the change count.
+    dispatch.expeditor().tick();
+    let stamp = stamp(dispatch);
+    if session.unchanged(stamp) {
+        return false;
+    }
+    session.tell(offered_names(dispatch, defined), stamp)
+}
+
 async fn notify_if_changed(
     dispatch: &impl ToolDispatch,
+    defined: &Defined,
     session: &Session,
     peer: &Peer<RoleServer>,
 ) {
-    if session.tell(offered_names(dispatch))
-        && let Err(error) = peer.notify_tool_list_changed().await
-    {
+    if !offer_changed(dispatch, defined, session) {
+        return;
+    }
+    if session.stateless() {
+        // 2026-07-28 sends notifications only on the client's listen stream; a client not
+        // listening learns of the change when its list goes stale (`ttlMs`).
+        let sink = lock(&session.sink).clone();
+        if let Some(sink) = sink
+            && let Err(error) = sink.notify_tool_list_changed().await
+        {
+            tracing::debug!(%error, "tools/list_changed not delivered");
+        }
+    } else if let Err(error) = peer.notify_tool_list_changed().await {
         tracing::debug!(%error, "tools/list_changed not delivered");
     }
 }
@@ -226,6 +379,7 @@ impl<D> Clone for McpServer<D> {
     fn clone(&self) -> Self {
         McpServer {
             dispatch: Arc::clone(&self.dispatch),
+            defined: Arc::clone(&self.defined),
             implementation: self.implementation.clone(),
             instructions: self.instructions.clone(),
             session: Arc::default(),
@@ -256,24 +410,23 @@ impl<D: ToolDispatch + 'static> ServerHandler for McpServer<D> {
         }
     }
 
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        // Named, not rmcp's list of every revision it knows: a newer rmcp's next revision is
+        // served only once this server is checked against it.
+        Cow::Borrowed(ProtocolVersion::known_up_to(&NEWEST))
+    }
+
     async fn initialize(
         &self,
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
-        if self.cycle_per_session {
-            let session = self
-                .session
-                .number
-                .get_or_init(|| SESSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-            self.dispatch
-                .expeditor()
-                .begin_conversation(&format!("mcp-session-{session}"));
-        }
+        let result = self.negotiate_initialize(&request)?;
+        self.start_session(Some(result.protocol_version.clone()));
         // What the client may call from the start; a change from here on is announced.
         self.announce();
-        self.negotiate_initialize(&request)
+        Ok(result)
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -281,24 +434,65 @@ impl<D: ToolDispatch + 'static> ServerHandler for McpServer<D> {
         self.spawn_watcher(context.peer);
     }
 
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    /// 2026-07-28's `subscriptions/listen`: the stream `list_changed` is sent on, watched
+    /// as the watcher of an `initialize`d session watches, until the client ends it.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let peer = context.request_context().peer.clone();
+        self.start_session(context.request_context().protocol_version());
+        if context.accepted().tools_list_changed != Some(true) {
+            context.cancelled().await;
+            return Ok(());
+        }
+        *lock(&self.session.sink) = Some(context.sink().clone());
+        let expeditor = self.dispatch.expeditor();
+        let mut watch = expeditor.watch();
+        loop {
+            let next = expeditor.tick();
+            tokio::select! {
+                () = watch.changed() => {}
+                () = context.cancelled() => break,
+                () = self.session.closed.notified() => break,
+                () = wait_until(expeditor, next) => {}
+            }
+            self.notify_if_changed(&peer).await;
+        }
+        *lock(&self.session.sink) = None;
+        Ok(())
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        let protocol = context.protocol_version();
+        self.start_session(protocol.clone());
+        // Read before the offer: a change in between is seen by the next check.
+        let stamp = stamp(&*self.dispatch);
         let offered = self.dispatch.offered();
-        self.session.tell(offered.iter().map(announced).collect());
-        // The offer changes as circuits open and close: never cache it.
-        Ok(ListToolsResult::with_all_items(offered.iter().map(to_tool).collect()).with_ttl_ms(0))
+        let mut names: Vec<String> = offered.iter().map(announced).collect();
+        names.sort_unstable();
+        self.session.tell(names, stamp);
+        let result = ListToolsResult::with_all_items(offered.iter().map(to_tool).collect());
+        if has_cache_hints(protocol.as_ref()) {
+            // The offer changes as circuits open and close: stale at once, and this
+            // process's own. Older revisions do not define the hints: none is sent.
+            Ok(result.with_ttl_ms(0).with_cache_scope(CacheScope::Private))
+        } else {
+            Ok(result)
+        }
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         // Every tool, offered or not: a call to a withheld one is answered with its refusal.
-        self.dispatch
-            .definitions()
-            .iter()
-            .find(|d| d.name == name)
-            .map(to_tool)
+        self.defined.get(&*self.dispatch).get(name).map(to_tool)
     }
 
     async fn call_tool(
@@ -306,6 +500,8 @@ impl<D: ToolDispatch + 'static> ServerHandler for McpServer<D> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let protocol = context.protocol_version();
+        self.start_session(protocol.clone());
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         // The request's id is the only id the server knows for the call (B18): its span, the
         // ledger line of its failure and its reply carry it.
@@ -317,11 +513,8 @@ impl<D: ToolDispatch + 'static> ServerHandler for McpServer<D> {
             crate::telemetry::execute_tool(&request.name)
         });
         if !span.is_disabled() {
-            let protocol = context
-                .peer
-                .peer_info()
-                .map(|info| info.protocol_version.to_string());
-            crate::telemetry::record_mcp(&span, protocol.as_deref(), &request_id);
+            let protocol = protocol.as_ref().map(ProtocolVersion::as_str);
+            crate::telemetry::record_mcp(&span, protocol, &request_id);
         }
         let reply = {
             let call = span.in_scope(|| {

@@ -8,13 +8,14 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
+use rmcp::RoleClient;
 use rmcp::transport::{IntoTransport, TokioChildProcess};
-use rmcp::{RoleClient, ServiceExt as _};
 
 use super::connect::{
     ConnectFuture, Connected, Connector, Server, ServerCommand, Spawn, connect_all,
 };
 use super::health::spawn_checks;
+use super::lifecycle::Listing;
 use super::overlay::run_time_map;
 use super::relay::{Relay, Relayed};
 use super::tools::{Entry, Tools};
@@ -118,7 +119,7 @@ impl McpClientBuilder {
                     .map_err(|e| format!("could not start {}: {e}", command.program.display()))?;
                 let pid = transport.id();
                 let running = handler
-                    .serve(transport)
+                    .start(transport)
                     .await
                     .map_err(|e| format!("initialize failed: {e}"))?;
                 Ok(Connected { running, pid })
@@ -166,7 +167,7 @@ impl McpClientBuilder {
                     .await
                     .map_err(|e| format!("the transport could not be made: {e}"))?;
                 let running = handler
-                    .serve(transport)
+                    .start(transport)
                     .await
                     .map_err(|e| format!("initialize failed: {e}"))?;
                 Ok(Connected { running, pid: None })
@@ -456,6 +457,7 @@ impl McpClientBuilder {
                     client: OnceLock::new(),
                     caller_errors,
                     relay: self.relay.clone(),
+                    listing: Listing::default(),
                 })
             })
             .collect();
@@ -481,13 +483,8 @@ impl McpClientBuilder {
                 continue;
             };
             table.by_name.insert(tool.name.clone(), table.entries.len());
-            table.entries.push(Arc::new(Entry {
-                id,
-                server,
-                remote: tool.remote,
-                definition: tool.definition,
-                listed: true,
-            }));
+            let entry = Entry::new(id, &servers[server], tool.remote, tool.definition);
+            table.entries.push(Arc::new(entry));
         }
         let inner = Arc::new(Inner {
             expeditor,

@@ -3,7 +3,6 @@
 //! with its deadline, and record what came back; a probe whose server cannot be reached is
 //! not made.
 
-use std::fmt::Write as _;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,7 +17,7 @@ use super::human;
 use super::passthrough::Keep;
 use super::tools::Entry;
 use crate::Availability;
-use crate::capability::{ToolSpec, did_you_mean};
+use crate::capability::ToolSpec;
 use crate::dispatch::{Reply, ReplyOutcome};
 use crate::expeditor::{Decision, Expeditor, SkipReason, Ticket};
 use crate::freshness::{Freshness, Observation};
@@ -84,7 +83,18 @@ impl Inner {
         arguments: Value,
         keep: Option<&mut Keep>,
     ) -> Reply {
-        let entry = self.entry(name);
+        let mut entry = self.entry(name);
+        // A list past its `ttlMs` is listed again first (R6): the tool's server's, or for a
+        // name no list has, every stale one.
+        let server = entry.as_ref().map(|e| e.server);
+        let stale = match server {
+            Some(i) => self.servers[i].list_stale(),
+            None => self.servers.iter().any(|s| s.list_stale()),
+        };
+        if stale {
+            self.refresh_stale(server).await;
+            entry = self.entry(name);
+        }
         let server = entry.as_ref().map(|entry| &self.servers[entry.server]);
         let span = crate::telemetry::mcp_client_span(
             name,
@@ -117,7 +127,7 @@ impl Inner {
                 return Reply::bad_arguments(expeditor, name, &message);
             }
         };
-        if let Err(message) = fits(&entry.definition.input_schema, &arguments) {
+        if let Err(message) = entry.check.check(&arguments) {
             return Reply::bad_arguments(expeditor, name, &message);
         }
         let server = &self.servers[entry.server];
@@ -328,72 +338,6 @@ fn kind_of(value: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
-}
-
-/// Whether `arguments` fit the plain parts of a tool's schema: every `required` property
-/// given, no unknown one where `additionalProperties` is false, and each property of the
-/// simple `type` it declares. Anything else is left to the server.
-fn fits(schema: &Map<String, Value>, arguments: &Map<String, Value>) -> Result<(), String> {
-    let properties = schema.get("properties").and_then(Value::as_object);
-    if let Some(required) = schema.get("required").and_then(Value::as_array) {
-        let missing: Vec<&str> = required
-            .iter()
-            .filter_map(Value::as_str)
-            .filter(|k| !arguments.contains_key(*k))
-            .collect();
-        if !missing.is_empty() {
-            return Err(format!(
-                "missing required argument{} {}",
-                if missing.len() == 1 { "" } else { "s" },
-                missing
-                    .iter()
-                    .map(|k| format!("`{k}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
-    }
-    if let Some(properties) = properties {
-        if schema.get("additionalProperties") == Some(&Value::Bool(false))
-            && let Some(unknown) = arguments.keys().find(|k| !properties.contains_key(*k))
-        {
-            let mut message = format!("unknown argument `{unknown}`");
-            if let Some(s) = did_you_mean(unknown, properties.keys().map(String::as_str)) {
-                let _ = write!(message, "; did you mean `{s}`?");
-            }
-            return Err(message);
-        }
-        for (key, value) in arguments {
-            let Some(wanted) = properties
-                .get(key)
-                .and_then(|p| p.get("type"))
-                .and_then(Value::as_str)
-            else {
-                continue;
-            };
-            let fits = match wanted {
-                "string" => value.is_string(),
-                "boolean" => value.is_boolean(),
-                "array" => value.is_array(),
-                "object" => value.is_object(),
-                "null" => value.is_null(),
-                "number" => value.is_number(),
-                "integer" => {
-                    value.is_i64()
-                        || value.is_u64()
-                        || value.as_f64().is_some_and(|f| f.fract() == 0.0)
-                }
-                _ => true,
-            };
-            if !fits {
-                return Err(format!(
-                    "argument `{key}` must be of type {wanted}, not {}",
-                    kind_of(value)
-                ));
-            }
-        }
-    }
-    Ok(())
 }
 
 fn digest(value: &impl Hash) -> u64 {

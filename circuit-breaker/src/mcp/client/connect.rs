@@ -15,6 +15,7 @@ use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientCacheConfig, ClientHandler, Peer, RoleClient};
 
 use super::health::Health;
+use super::lifecycle::{Listing, listen_for_changes};
 use super::relay::{Relay, Relayed};
 use super::tools::{Listed, listed_tools};
 use super::{Inner, McpClientError, human, lock};
@@ -104,6 +105,8 @@ impl Spawn {
 /// The client side of one connection: answers the server's notifications.
 pub(super) struct Handler {
     server: Weak<Server>,
+    /// Start with discovery (2026-07-28), else with `initialize`.
+    pub(super) modern: bool,
 }
 
 impl ClientHandler for Handler {
@@ -123,15 +126,7 @@ impl ClientHandler for Handler {
         let Some(client) = server.client.get().and_then(Weak::upgrade) else {
             return;
         };
-        match tokio::time::timeout(server.deadline, context.peer.list_all_tools()).await {
-            Ok(Ok(tools)) => client.adopt(&server, &tools),
-            Ok(Err(error)) => {
-                tracing::warn!(server = %server.name, %error, "tools/list after list_changed failed");
-            }
-            Err(_) => {
-                tracing::warn!(server = %server.name, "tools/list after list_changed timed out");
-            }
-        }
+        client.relist(&server, &context.peer).await;
     }
 }
 
@@ -167,6 +162,8 @@ pub(super) struct Server {
     pub(super) caller_errors: Vec<FailureCategory>,
     /// Where what the server sends besides tool changes goes, if anywhere.
     pub(super) relay: Option<Arc<dyn Relay>>,
+    /// How its connections start, and until when its tool list is fresh (B17, R6).
+    pub(super) listing: Listing,
 }
 
 impl Server {
@@ -201,15 +198,35 @@ impl Server {
     /// health check must not be answered from it), lists the tools and makes it the live
     /// one. The old connection, if any, is dropped.
     pub(super) async fn connect(self: &Arc<Self>, timeout: Duration) -> Result<Vec<Tool>, String> {
-        let handler = Relayed::new(
-            Handler {
-                server: Arc::downgrade(self),
+        let start = |modern| {
+            let handler = Relayed::new(
+                Handler {
+                    server: Arc::downgrade(self),
+                    modern,
+                },
+                self.relay.clone().map(|relay| (self.name.clone(), relay)),
+            );
+            tokio::time::timeout(timeout, (self.connector)(handler))
+        };
+        let modern = self.starts_modern();
+        let connected = match start(modern).await {
+            Err(_) => return Err(format!("no answer to initialize within {}", human(timeout))),
+            Ok(Ok(connected)) => connected,
+            // A server that closed a connection begun with discovery: once more with
+            // `initialize`, the only start older servers know.
+            Ok(Err(error)) if modern => match start(false).await {
+                Ok(Ok(connected)) => {
+                    tracing::debug!(server = %self.name, %error, "started with initialize after discovery failed");
+                    self.start_legacy();
+                    connected
+                }
+                Ok(Err(_)) => return Err(error),
+                Err(_) => {
+                    return Err(format!("no answer to initialize within {}", human(timeout)));
+                }
             },
-            self.relay.clone().map(|relay| (self.name.clone(), relay)),
-        );
-        let connected = tokio::time::timeout(timeout, (self.connector)(handler))
-            .await
-            .map_err(|_| format!("no answer to initialize within {}", human(timeout)))??;
+            Ok(Err(error)) => return Err(error),
+        };
         let peer = connected.running.peer().clone();
         peer.set_response_cache_config(ClientCacheConfig::disabled())
             .await;
@@ -217,28 +234,20 @@ impl Server {
             .peer_info()
             .is_none_or(|info| info.capabilities.tools.is_some());
         let tools = if has_tools {
-            match tokio::time::timeout(self.deadline, peer.list_all_tools()).await {
-                Ok(Ok(tools)) => tools,
-                Ok(Err(error)) => return Err(format!("tools/list failed: {error}")),
-                Err(_) => {
-                    return Err(format!(
-                        "no answer to tools/list within {}",
-                        human(self.deadline)
-                    ));
-                }
-            }
+            self.list_tools_on(&peer, self.deadline).await?
         } else {
             Vec::new()
         };
         let generation = self.connections.fetch_add(1, Ordering::AcqRel) + 1;
         let old = lock(&self.link).replace(Link {
             running: connected.running,
-            peer,
+            peer: peer.clone(),
             pid: connected.pid,
             generation,
             broken: false,
         });
         drop(old);
+        listen_for_changes(self, &peer, generation);
         Ok(tools)
     }
 

@@ -6,10 +6,10 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use rmcp::ServiceError;
-use rmcp::model::{ClientRequest, PingRequest};
 use rmcp::service::PeerRequestOptions;
 
 use super::connect::Server;
+use super::lifecycle::health_request;
 use super::{Inner, human, lock};
 use crate::Availability;
 
@@ -64,7 +64,7 @@ impl Server {
         let Some((peer, generation)) = self.peer() else {
             return Err(PingError::Unreachable("not connected".to_owned()));
         };
-        let request = ClientRequest::PingRequest(PingRequest::default());
+        let request = health_request(&peer);
         let sent = peer
             .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
             .await;
@@ -159,6 +159,8 @@ impl Inner {
     }
 
     pub(super) async fn check(&self) -> Vec<String> {
+        // Between turns: the next offer is made from fresh lists (R6).
+        self.refresh_stale(None).await;
         let mut up = Vec::new();
         for server in &self.servers {
             let name = server.name.as_str();

@@ -4,16 +4,18 @@
 //! This file holds the public [`McpClient`] and the state its clones share; the rest is
 //! one concern a file: `builder` (the servers and settings, and `build`), `connect`
 //! (connections, made again on reconnect), `health` (health checks and the health pass),
-//! `call` (a guarded call by name), `classify` (what a call came back with), `tools` (the
+//! `call` (a guarded call by name), `arguments` (a model's arguments against a tool's schema), `classify` (what a call came back with), `tools` (the
 //! listed tools as the client shows them), `overlay` (the run-time map and its overlay) and
 //! `error`.
 
+mod arguments;
 mod builder;
 mod call;
 mod classify;
 mod connect;
 mod error;
 mod health;
+mod lifecycle;
 mod overlay;
 mod passthrough;
 mod relay;
@@ -119,8 +121,9 @@ impl fmt::Debug for McpClient {
 }
 
 impl McpClient {
-    /// A builder: add servers with [`child`](McpClientBuilder::child) or
-    /// [`connect`](McpClientBuilder::connect), then [`build`](McpClientBuilder::build).
+    /// A builder: add servers with [`child`](McpClientBuilder::child),
+    /// [`connect`](McpClientBuilder::connect) or (feature `mcp-http`) `url`, then
+    /// [`build`](McpClientBuilder::build).
     pub fn builder() -> McpClientBuilder {
         McpClientBuilder::default()
     }
@@ -148,6 +151,13 @@ impl McpClient {
         lock(&self.inner.server(server)?.link)
             .as_ref()
             .and_then(|l| l.pid)
+    }
+
+    /// The MCP revision the server's current connection speaks (`"2026-07-28"`, or
+    /// `"2025-11-25"` and older with `initialize`; see the [module](super)).
+    pub fn protocol_version(&self, server: &str) -> Option<String> {
+        let (peer, _) = self.inner.server(server)?.peer()?;
+        Some(peer.peer_info()?.protocol_version.to_string())
     }
 
     /// Whether the server's current connection is open (`None` for no such server). A
@@ -234,10 +244,15 @@ impl ToolDispatch for McpClient {
     /// Every tool the servers list now, as their `tools/list` gave them (name, description,
     /// input schema), in the builder's order of servers.
     fn definitions(&self) -> Vec<ToolDefinition> {
+        lifecycle::refresh_in_background(&self.inner);
         let tools = self.inner.tools();
         let mut entries: Vec<&Arc<Entry>> = tools.entries.iter().filter(|e| e.listed).collect();
         entries.sort_by_key(|e| e.server);
         entries.into_iter().map(|e| e.definition.clone()).collect()
+    }
+
+    fn definitions_version(&self) -> Option<u64> {
+        Some(self.inner.tools().version)
     }
 
     fn expeditor(&self) -> &Expeditor {

@@ -45,6 +45,11 @@ impl Relayed {
     pub(super) fn new(handler: Handler, relay: Option<(String, Arc<dyn Relay>)>) -> Self {
         Relayed { handler, relay }
     }
+
+    /// Whether the connection starts with discovery (2026-07-28).
+    pub(super) fn modern(&self) -> bool {
+        self.handler.modern
+    }
 }
 
 impl Service<RoleClient> for Relayed {

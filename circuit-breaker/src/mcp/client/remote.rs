@@ -7,11 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::header::{HeaderName, HeaderValue};
-use rmcp::ServiceExt as _;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rustls_platform_verifier::BuilderVerifierExt as _;
+use rustls_platform_verifier::BuilderVerifierExt;
 
 use super::connect::{ConnectFuture, Connected, Connector};
 use super::relay::Relayed;
@@ -50,7 +49,7 @@ pub(super) fn connector(url: &str, headers: Vec<(String, String)>) -> Result<Con
         let transport = StreamableHttpClientTransport::with_client(client.clone(), config);
         Box::pin(async move {
             let running = handler
-                .serve(transport)
+                .start(transport)
                 .await
                 .map_err(|e| format!("initialize failed: {e}"))?;
             Ok(Connected { running, pid: None })
@@ -93,7 +92,7 @@ fn http_client() -> Result<reqwest::Client, String> {
         });
     let tls = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .and_then(|builder| builder.with_platform_verifier())
+        .and_then(BuilderVerifierExt::with_platform_verifier)
         .map_err(|e| format!("TLS could not be set up: {e}"))?
         .with_no_client_auth();
     reqwest::Client::builder()

@@ -9,6 +9,7 @@ use rmcp::model::Tool;
 use serde_json::{Map, Value};
 
 use super::Inner;
+use super::arguments::ArgumentCheck;
 use super::connect::Server;
 use super::overlay::default_spec;
 use crate::dispatch::ToolDefinition;
@@ -22,8 +23,30 @@ pub(super) struct Entry {
     /// The server's own name for it.
     pub(super) remote: String,
     pub(super) definition: ToolDefinition,
+    /// Its input schema, compiled when listed.
+    pub(super) check: ArgumentCheck,
     /// Listed in the server's last `tools/list`.
     pub(super) listed: bool,
+}
+
+impl Entry {
+    /// A listed tool, its input schema compiled.
+    pub(super) fn new(
+        id: ToolId,
+        server: &Server,
+        remote: String,
+        definition: ToolDefinition,
+    ) -> Self {
+        let check = ArgumentCheck::compile(&server.name, &remote, &definition.input_schema);
+        Entry {
+            id,
+            server: server.index,
+            remote,
+            definition,
+            check,
+            listed: true,
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -31,6 +54,8 @@ pub(super) struct Tools {
     /// Shared with the calls in flight; changed copy-on-write.
     pub(super) entries: Vec<Arc<Entry>>,
     pub(super) by_name: HashMap<String, usize>,
+    /// Moves whenever a listing changed the definitions shown.
+    pub(super) version: u64,
 }
 
 /// A listed tool before it has an id.
@@ -68,16 +93,31 @@ impl Inner {
             }
         }
         let mut table = self.tools.write().unwrap_or_else(PoisonError::into_inner);
-        for entry in &mut table.entries {
-            if entry.server == server.index {
-                Arc::make_mut(entry).listed = false;
-            }
+        let was: Vec<(usize, bool)> = table
+            .entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.server == server.index)
+            .map(|(i, e)| (i, e.listed))
+            .collect();
+        let mut changed = false;
+        for &(i, _) in &was {
+            Arc::make_mut(&mut table.entries[i]).listed = false;
         }
         for tool in listed {
             match table.by_name.get(&tool.name).copied() {
                 Some(i) if table.entries[i].server == server.index => {
                     let entry = Arc::make_mut(&mut table.entries[i]);
-                    entry.definition = tool.definition;
+                    if entry.definition != tool.definition {
+                        // Compiled again only when the schema may have changed.
+                        changed = true;
+                        entry.check = ArgumentCheck::compile(
+                            &server.name,
+                            &tool.remote,
+                            &tool.definition.input_schema,
+                        );
+                        entry.definition = tool.definition;
+                    }
                     entry.remote = tool.remote;
                     entry.listed = true;
                 }
@@ -87,18 +127,24 @@ impl Inner {
                 }
                 None => {
                     if let Some(&id) = ids.get(&tool.name) {
+                        changed = true;
                         let i = table.entries.len();
                         table.by_name.insert(tool.name.clone(), i);
-                        table.entries.push(Arc::new(Entry {
+                        table.entries.push(Arc::new(Entry::new(
                             id,
-                            server: server.index,
-                            remote: tool.remote,
-                            definition: tool.definition,
-                            listed: true,
-                        }));
+                            server,
+                            tool.remote,
+                            tool.definition,
+                        )));
                     }
                 }
             }
+        }
+        changed |= was
+            .iter()
+            .any(|&(i, listed)| table.entries[i].listed != listed);
+        if changed {
+            table.version += 1;
         }
     }
 }
