@@ -598,6 +598,47 @@ async fn b17_a_url_that_is_none_or_a_server_not_there_is_an_error_value() {
     assert!(error.to_string().contains("remote"), "{error}");
 }
 
+/// `url_with`'s headers are sent: a listener that is no MCP server reads the first request's
+/// head and answers 401, which `build` reports as the server's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b17_url_with_sends_its_headers_on_every_request() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let head = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().expect("a request");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut bytes = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !bytes.windows(4).any(|w| w == b"\r\n\r\n") {
+            match stream.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => bytes.extend_from_slice(&buf[..n]),
+            }
+        }
+        let _ = stream.write_all(
+            b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        );
+        String::from_utf8_lossy(&bytes).to_ascii_lowercase()
+    });
+    let error = McpClient::builder()
+        .url_with(
+            "remote",
+            format!("http://{addr}/mcp"),
+            [("Authorization", "Bearer s3cret"), ("X-Team", "blue")],
+        )
+        .connect_timeout(Duration::from_secs(5))
+        .build()
+        .await
+        .expect_err("401");
+    assert!(error.to_string().contains("remote"), "{error}");
+    let head = head.join().unwrap();
+    assert!(head.starts_with("post /mcp http/1.1"), "{head}");
+    assert!(head.contains("authorization: bearer s3cret"), "{head}");
+    assert!(head.contains("x-team: blue"), "{head}");
+}
+
 // ---------------------------------------------------------------------------------------
 // Another SDK's client.
 
@@ -662,4 +703,47 @@ async fn b17_the_python_sdks_http_client_lists_and_calls() {
         })
     );
     server.shutdown().await;
+}
+
+/// A call in flight when the server shuts down: its event stream ends; rmcp's client waits
+/// the retry interval the server gave (3 s) and tries to resume it, which finds no server,
+/// and the call comes back as the server unreachable, before its deadline, not as the tool's
+/// timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b17_a_call_in_flight_when_the_server_stops_is_the_server_unreachable() {
+    let toolbox = Arc::new(GuardedRemote::new(Remote::default()));
+    let server = serve_remote(&toolbox, HttpOptions::new()).await;
+    let log = Log::default();
+    let events = Arc::clone(&log.0);
+    let client = McpClient::builder()
+        .url("remote", server.url())
+        .deadline(Duration::from_secs(20))
+        .expeditor(move |b| b.observer(move |e: &Event| events.lock().unwrap().push(e.clone())))
+        .build()
+        .await
+        .expect("connected over HTTP");
+    let in_flight = {
+        let client = client.clone();
+        tokio::spawn(async move { client.call("slow", json!({ "ms": 30_000 })).await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let started = Instant::now();
+    server.shutdown().await;
+    let reply = in_flight.await.unwrap();
+    let took = started.elapsed();
+    eprintln!("HTTP: a call in flight at shutdown → ServerDown in {took:?}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    let ReplyOutcome::Failed { message } = &reply.outcome else {
+        panic!("{reply:?}");
+    };
+    assert!(
+        message.contains("MCP server remote cannot be reached"),
+        "{message}"
+    );
+    let downs = log.server_events();
+    assert!(
+        matches!(&downs[..], [Event::ServerDown { server, tools, .. }]
+            if server == "remote" && tools.len() == 2),
+        "{downs:?}"
+    );
 }
