@@ -22,6 +22,7 @@ mod examples;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
+use std::time::Instant;
 
 use conformance::{Conformance, ServerProcess, SuiteRun, free_port, table, target_dir};
 use examples::example_binary;
@@ -109,7 +110,16 @@ fn yaml(value: &str) -> String {
 
 #[test]
 fn b17_conformance_through_the_guard() {
+    let start = Instant::now();
     let suite = Conformance::installed();
+    let installed = start.elapsed();
+    let start = Instant::now();
+    guard_binary();
+    println!(
+        "install (or the check that it is there): {:.1} s; the guard's build: {:.1} s",
+        installed.as_secs_f64(),
+        start.elapsed().as_secs_f64()
+    );
     let everything = suite.everything_http();
     let direct = suite.run("direct", &everything.url);
     let missing: Vec<&&str> = DIRECT_FLOOR
