@@ -153,8 +153,12 @@ pub struct Fleet {
     pub redis: String,
     #[serde(default = "default_namespace")]
     pub namespace: String,
-    /// This guard's name in the fleet (default: host name and process id).
+    /// This guard's name in the fleet (default: `guard-` and the process id).
     #[serde(default)]
+    #[cfg_attr(
+        not(feature = "fleet"),
+        expect(dead_code, reason = "read by the fleet feature")
+    )]
     pub worker: Option<String>,
 }
 

@@ -259,11 +259,20 @@ fn init_logs(config: &Config) -> Result<(), String> {
         }
         None => BoxMakeWriter::new(std::io::stderr),
     };
-    tracing_subscriber::fmt()
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    // rmcp's own info lines (every connection's peer info, every notification) are its
+    // debugging; the guard's and the runtime's are what an operator reads.
+    let filter = tracing_subscriber::filter::Targets::new()
+        .with_default(level)
+        .with_target("rmcp", level.min(tracing::Level::WARN));
+    let layer = tracing_subscriber::fmt::layer()
         .with_writer(writer)
-        .with_max_level(level)
         .with_ansi(false)
-        .with_target(false)
+        .with_target(false);
+    tracing_subscriber::registry()
+        .with(layer)
+        .with(filter)
         .try_init()
         .map_err(|e| format!("logging: {e}"))
 }
@@ -276,12 +285,7 @@ async fn run(config: Config, args: Args) -> ExitCode {
         .health_ttl(config.health.ttl)
         .connect_timeout(config.health.connect_timeout)
         .check_every(config.health.check_every)
-        .relay(Arc::clone(&downstream) as Arc<dyn agent_circuit_breaker::mcp::Relay>)
-        .expeditor(|b| {
-            b.observer(|event: &agent_circuit_breaker::event::Event| {
-                tracing::info!("{event}");
-            })
-        });
+        .relay(Arc::clone(&downstream) as Arc<dyn agent_circuit_breaker::mcp::Relay>);
     if let Some(overlay) = config.overlay.clone() {
         builder = builder.overlay(overlay);
     }
@@ -335,7 +339,7 @@ async fn run(config: Config, args: Args) -> ExitCode {
     };
     tracing::info!(
         upstreams = %client.servers().join(", "),
-        tools = client.expeditor().state_table().to_string().lines().count(),
+        tools = agent_circuit_breaker::dispatch::ToolDispatch::definitions(&client).len(),
         "upstreams connected"
     );
     let shared = Arc::new(proxy::Shared::new(
@@ -351,9 +355,12 @@ async fn run(config: Config, args: Args) -> ExitCode {
             .flatten()
     });
     let code = match http {
-        Some(addr) => serve_http(shared, &addr, &config).await,
-        None => serve_stdio(shared).await,
+        Some(addr) => serve_http(Arc::clone(&shared), &addr, &config).await,
+        None => serve_stdio(Arc::clone(&shared)).await,
     };
+    shared.close();
+    // A moment for the cancellations to reach the upstreams before they are closed.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     eprintln!("{}", client.expeditor().state_table());
     client.shutdown().await;
     code

@@ -47,6 +47,9 @@ pub struct Shared {
     owners: Mutex<Owners>,
     /// Per upstream, how long a passed-through request may take.
     deadlines: HashMap<String, Duration>,
+    /// Set when the guard stops serving: calls still in flight are dropped, which records
+    /// them as cancelled and tells their upstreams.
+    closing: tokio::sync::watch::Sender<bool>,
 }
 
 /// Which upstream listed what, for routing reads and gets.
@@ -75,7 +78,14 @@ impl Shared {
             downstream,
             owners: Mutex::default(),
             deadlines,
+            closing: tokio::sync::watch::Sender::new(false),
         }
+    }
+
+    /// Drops every call still in flight (the client left): each is recorded as cancelled,
+    /// never as its tool's failure, and its upstream is sent `notifications/cancelled`.
+    pub fn close(&self) {
+        self.closing.send_replace(true);
     }
 
     fn owners(&self) -> std::sync::MutexGuard<'_, Owners> {
@@ -343,14 +353,17 @@ impl ServerHandler for Guard {
             .call_tool_with_meta(&request.name, arguments, meta);
         // Dropping the call when the client cancels (or leaves) drops its ticket: recorded
         // as a cancellation, never as the tool's failure; the upstream is told too.
+        let mut closing = self.shared.closing.subscribe();
         let guarded = tokio::select! {
-            guarded = call => guarded,
-            () = context.ct.cancelled() => {
-                return Err(ErrorData::internal_error(
-                    format!("the call to {} was cancelled", request.name),
-                    None,
-                ));
-            }
+            guarded = call => Some(guarded),
+            () = context.ct.cancelled() => None,
+            _ = closing.wait_for(|closing| *closing) => None,
+        };
+        let Some(guarded) = guarded else {
+            return Err(ErrorData::internal_error(
+                format!("the call to {} was cancelled", request.name),
+                None,
+            ));
         };
         if let ReplyOutcome::Mistake(ModelMistake::UnknownTool { .. }) = &guarded.reply.outcome {
             // The spec's protocol error for a tool that does not exist.

@@ -39,7 +39,11 @@ impl Many {
     fn new(n: usize, versioned: bool) -> Self {
         let names: Vec<String> = (0..n).map(|i| format!("tool_{i:04}")).collect();
         let map = names.iter().fold(CapabilityMap::new(), |map, name| {
-            map.tool(ToolSpec::new(name.clone()).provides(format!("capability {name}")))
+            map.tool(
+                ToolSpec::new(name.clone())
+                    .provides(format!("capability {name}"))
+                    .fallback("do without it"),
+            )
         });
         let expeditor = Expeditor::builder(map).build().expect("a valid map");
         let definitions = names

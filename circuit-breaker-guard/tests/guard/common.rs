@@ -15,7 +15,6 @@ use rmcp::model::{
     ProgressNotificationParam,
 };
 use rmcp::service::{NotificationContext, RunningService};
-use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
 use serde_json::{Map, Value};
 use tokio::io::AsyncReadExt as _;
@@ -132,20 +131,25 @@ pub struct Session {
     pub recorder: Recorder,
     pub stderr: Arc<Mutex<String>>,
     pub pid: u32,
+    pub child: tokio::process::Child,
     pub dir: PathBuf,
 }
 
-/// Starts the guard with `config` and connects a client.
+/// Starts the guard with `config` and connects a client over its stdin and stdout, which
+/// the test holds itself: closing them is the client leaving, and the guard is not killed.
 pub async fn start(dir: &Path, config: &Path) -> Session {
-    let mut command = tokio::process::Command::new(GUARD);
-    command.arg("--config").arg(config);
-    let (transport, stderr) = TokioChildProcess::builder(command)
+    let mut child = tokio::process::Command::new(GUARD)
+        .arg("--config")
+        .arg(config)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .kill_on_drop(true)
         .spawn()
         .expect("the guard starts");
-    let pid = transport.id().expect("the guard's pid");
+    let pid = child.id().expect("the guard's pid");
     let text = Arc::new(Mutex::new(String::new()));
-    if let Some(mut stderr) = stderr {
+    if let Some(mut stderr) = child.stderr.take() {
         let text = Arc::clone(&text);
         tokio::spawn(async move {
             let mut buf = [0u8; 4096];
@@ -159,8 +163,12 @@ pub async fn start(dir: &Path, config: &Path) -> Session {
             }
         });
     }
+    let io = (
+        child.stdout.take().expect("its stdout"),
+        child.stdin.take().expect("its stdin"),
+    );
     let recorder = Recorder::default();
-    let client = match recorder.clone().serve(transport).await {
+    let client = match recorder.clone().serve(io).await {
         Ok(client) => client,
         Err(error) => panic!(
             "the guard's initialize failed: {error}\n--- its stderr\n{}",
@@ -172,6 +180,7 @@ pub async fn start(dir: &Path, config: &Path) -> Session {
         recorder,
         stderr: text,
         pid,
+        child,
         dir: dir.to_owned(),
     }
 }
@@ -207,7 +216,7 @@ impl Session {
         let log = self.upstream_log(name);
         log.lines()
             .filter_map(|l| l.strip_prefix("pid "))
-            .last()
+            .next_back()
             .and_then(|p| p.parse().ok())
             .unwrap_or_else(|| panic!("upstream {name} wrote no pid:\n{log}"))
     }

@@ -488,6 +488,9 @@ const _: () = {
             }
             __CB_DEFINITIONS.get(build)
         }
+        fn definitions_version(&self) -> _cb::__private_v0_1::core::option::Option<u64> {
+            _cb::__private_v0_1::Some(0)
+        }
         fn expeditor(&self) -> &_cb::__private_v0_1::Expeditor {
             &self.expeditor
         }

@@ -46,6 +46,7 @@ impl Expeditor {
 
     /// How many times the state changed so far, as a [`Watch`] counts: equal counts mean
     /// nothing a watch sees changed in between.
+    #[cfg(feature = "mcp")]
     pub(crate) fn change_count(&self) -> u64 {
         self.inner.changed.version()
     }

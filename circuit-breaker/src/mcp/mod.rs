@@ -180,6 +180,13 @@
 //! [`ProbeUnit::Steps`](crate::policy::ProbeUnit::Steps) (and advances the step each turn),
 //! since the default counts refused calls it never makes.
 //!
+//! **Keeping the server's result** (B17): [`McpClient::call_tool`] makes the same guarded call
+//! and keeps the server's `CallToolResult` as it came — every content block, the structured
+//! content, the server's `_meta` — in a [`GuardedResult`] beside the [`Reply`](crate::dispatch::Reply);
+//! [`McpClient::peer`] is a server's live connection, for what the client does not guard
+//! (resources, prompts, completion). The guard proxy, crate `agent-circuit-breaker-guard`, is
+//! built on them.
+//!
 //! Nothing here panics on what a server or a model sends: a schema that is no object schema
 //! is shown as an empty object schema, tools with empty or repeated names are left out, a
 //! server that closes during `initialize` is an error value of

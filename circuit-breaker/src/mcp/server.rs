@@ -112,11 +112,14 @@ impl Session {
 /// definition on every call.
 #[derive(Default)]
 struct Defined {
-    cached: Mutex<Option<(u64, Arc<HashMap<String, ToolDefinition>>)>>,
+    cached: Mutex<Option<(u64, ByName)>>,
 }
 
+/// The definitions by tool name.
+type ByName = Arc<HashMap<String, ToolDefinition>>;
+
 impl Defined {
-    fn get(&self, dispatch: &impl ToolDispatch) -> Arc<HashMap<String, ToolDefinition>> {
+    fn get(&self, dispatch: &impl ToolDispatch) -> ByName {
         let version = dispatch.definitions_version();
         if let Some(version) = version
             && let Some((at, map)) = &*lock(&self.cached)
@@ -124,7 +127,7 @@ impl Defined {
         {
             return Arc::clone(map);
         }
-        let map: Arc<HashMap<_, _>> = Arc::new(
+        let map: ByName = Arc::new(
             dispatch
                 .definitions()
                 .into_iter()
@@ -231,7 +234,8 @@ impl<D: ToolDispatch + 'static> McpServer<D> {
     ///
     /// # Errors
     ///
-    /// The client's `initialize` failed, or the service's task panicked.
+    /// The client's `initialize` (on 2026-07-28, its first request) failed, or the
+    /// service's task panicked.
     pub async fn serve_stdio(self) -> Result<QuitReason, RmcpError> {
         let running = self.serve(rmcp::transport::stdio()).await?;
         Ok(running.waiting().await?)

@@ -35,6 +35,7 @@ impl fmt::Debug for ArgumentCheck {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ArgumentCheck")
             .field("compiled", &self.validator.is_some())
+            .field("properties", &self.properties)
             .finish()
     }
 }

@@ -39,10 +39,10 @@ impl Server {
             return Outcome::Failed(self.unreachable("not connected"));
         };
         let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
-        let keep = keep.map(|keep| {
+        let mut keep = keep;
+        if let Some(keep) = keep.as_deref_mut() {
             params.meta = keep.meta.take();
-            keep
-        });
+        }
         // The typed helper: dropping its future (the deadline, or this call dropped) tells
         // the server the request is abandoned.
         let (deadline, whose) = match own_deadline {

@@ -1,4 +1,5 @@
-//! Health checks of servers (R10.1, B10): one `ping` per server, trusted for the health TTL;
+//! Health checks of servers (R10.1, B10): one `ping` per server (`server/discover` on
+//! 2026-07-28, which has no `ping`), trusted for the health TTL;
 //! before a probe, a fresh check (after reconnecting when the connection is gone); and the
 //! health pass that brings a down server's tools back without a call.
 
@@ -58,8 +59,8 @@ impl Server {
         });
     }
 
-    /// One MCP `ping`, bounded by `timeout`. Any answer, an error answer too, means the
-    /// server is there.
+    /// One MCP `ping` (or `server/discover`), bounded by `timeout`. Any answer, an error
+    /// answer too, means the server is there.
     async fn ping(&self, timeout: Duration) -> Result<(), PingError> {
         let Some((peer, generation)) = self.peer() else {
             return Err(PingError::Unreachable("not connected".to_owned()));

@@ -48,7 +48,8 @@ use tools::{Entry, Tools};
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
 /// How long a server's health check is trusted unless told otherwise: 10 s.
 pub const DEFAULT_HEALTH_TTL: Duration = Duration::from_secs(10);
-/// How long a `ping` may take unless told otherwise: 5 s (never more than the deadline).
+/// How long a health check (`ping`, or `server/discover` on 2026-07-28) may take unless told
+/// otherwise: 5 s (never more than the deadline).
 pub const DEFAULT_PING_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long connecting (a child's start, `initialize`, `tools/list`) may take unless told
 /// otherwise: 30 s.

@@ -72,26 +72,7 @@ impl Inner {
     /// definitions, but a call to one still reaches the server.
     pub(super) fn adopt(&self, server: &Server, tools: &[Tool]) {
         let listed = listing(self, server, tools);
-        let fresh: Vec<&Listed> = {
-            let known = self.tools();
-            listed
-                .iter()
-                .filter(|l| !known.by_name.contains_key(&l.name))
-                .collect()
-        };
-        // Discovered outside the table's lock: an observer may read the definitions.
-        let mut ids = HashMap::new();
-        for tool in fresh {
-            let spec = default_spec(&tool.name, &server.name, &tool.definition.description);
-            match self.expeditor.discover(spec) {
-                Ok(id) => {
-                    ids.insert(tool.name.clone(), id);
-                }
-                Err(error) => {
-                    tracing::warn!(server = %server.name, tool = %tool.name, %error, "a tool listed later could not be added");
-                }
-            }
-        }
+        let (ids, mut checks) = self.prepare(server, &listed);
         let mut table = self.tools.write().unwrap_or_else(PoisonError::into_inner);
         let was: Vec<(usize, bool)> = table
             .entries
@@ -111,11 +92,13 @@ impl Inner {
                     if entry.definition != tool.definition {
                         // Compiled again only when the schema may have changed.
                         changed = true;
-                        entry.check = ArgumentCheck::compile(
-                            &server.name,
-                            &tool.remote,
-                            &tool.definition.input_schema,
-                        );
+                        entry.check = checks.remove(&tool.name).unwrap_or_else(|| {
+                            ArgumentCheck::compile(
+                                &server.name,
+                                &tool.remote,
+                                &tool.definition.input_schema,
+                            )
+                        });
                         entry.definition = tool.definition;
                     }
                     entry.remote = tool.remote;
@@ -130,12 +113,21 @@ impl Inner {
                         changed = true;
                         let i = table.entries.len();
                         table.by_name.insert(tool.name.clone(), i);
-                        table.entries.push(Arc::new(Entry::new(
+                        let check = checks.remove(&tool.name).unwrap_or_else(|| {
+                            ArgumentCheck::compile(
+                                &server.name,
+                                &tool.remote,
+                                &tool.definition.input_schema,
+                            )
+                        });
+                        table.entries.push(Arc::new(Entry {
                             id,
-                            server,
-                            tool.remote,
-                            tool.definition,
-                        )));
+                            server: server.index,
+                            remote: tool.remote,
+                            definition: tool.definition,
+                            check,
+                            listed: true,
+                        }));
                     }
                 }
             }
@@ -146,6 +138,54 @@ impl Inner {
         if changed {
             table.version += 1;
         }
+    }
+}
+
+impl Inner {
+    /// What adopting a listing needs, made outside the table's lock (calls and observers
+    /// read the table meanwhile): the ids of the names no server listed before, discovered
+    /// (R2.4) with the default spec, and the compiled schemas of those and of the tools
+    /// whose definition changed.
+    fn prepare(
+        &self,
+        server: &Server,
+        listed: &[Listed],
+    ) -> (HashMap<String, ToolId>, HashMap<String, ArgumentCheck>) {
+        let (fresh, changed): (Vec<&Listed>, Vec<&Listed>) = {
+            let known = self.tools();
+            listed
+                .iter()
+                .filter(|l| match known.by_name.get(&l.name) {
+                    None => true,
+                    Some(&i) => {
+                        let entry = &known.entries[i];
+                        entry.server == server.index && entry.definition != l.definition
+                    }
+                })
+                .partition(|l| !known.by_name.contains_key(&l.name))
+        };
+        let checks = fresh
+            .iter()
+            .chain(&changed)
+            .map(|l| {
+                let check =
+                    ArgumentCheck::compile(&server.name, &l.remote, &l.definition.input_schema);
+                (l.name.clone(), check)
+            })
+            .collect();
+        let mut ids = HashMap::new();
+        for tool in fresh {
+            let spec = default_spec(&tool.name, &server.name, &tool.definition.description);
+            match self.expeditor.discover(spec) {
+                Ok(id) => {
+                    ids.insert(tool.name.clone(), id);
+                }
+                Err(error) => {
+                    tracing::warn!(server = %server.name, tool = %tool.name, %error, "a tool listed later could not be added");
+                }
+            }
+        }
+        (ids, checks)
     }
 }
 
