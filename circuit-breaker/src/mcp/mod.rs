@@ -218,7 +218,11 @@
 //! [`McpClientBuilder::url`] (and [`url_with`](McpClientBuilder::url_with), for headers such
 //! as `Authorization`) adds a remote server, guarded as any other: the per-call deadline, the
 //! health checks, a connection refused or cut is the server unreachable (one `ServerDown`),
-//! and a probe or [`McpClient::check`] reconnects with a new session.
+//! and a probe or [`McpClient::check`] reconnects with a new session. TLS is rustls with the
+//! platform's verifier, on the program's crypto provider if it installed one, else `ring`'s.
+//! reqwest is built with no provider of its own (its default needs cmake), so rmcp's own
+//! `StreamableHttpClientTransport::from_uri`, which makes reqwest's default client, wants one
+//! installed first (`rustls::crypto::ring::default_provider().install_default()`).
 //!
 //! ```no_run
 //! # #[cfg(feature = "mcp-http")]
