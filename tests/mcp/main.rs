@@ -1,5 +1,6 @@
 //! MCP: the server and the client, with rmcp, the official Python SDK's client and child processes
-//! (B9, B10), over streamable HTTP too (B17).
+//! (B9, B10), over streamable HTTP too, and the official conformance suite through the guard
+//! (B17).
 //!
 //! One test binary for the area; each file is one module (its tests are named after it),
 //! public so that what a file declares for its own use counts as used, as at a crate root.
@@ -16,6 +17,8 @@ pub mod b10_mcp_client;
 pub mod b10_servers;
 #[path = "b17_arguments.rs"]
 pub mod b17_arguments;
+#[path = "b17_conformance.rs"]
+pub mod b17_conformance;
 #[path = "b17_http.rs"]
 pub mod b17_http;
 #[path = "b17_protocol.rs"]
