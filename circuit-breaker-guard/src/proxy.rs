@@ -11,7 +11,6 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use agent_circuit_breaker::dispatch::{ModelMistake, ReplyOutcome};
 use agent_circuit_breaker::mcp::rmcp;
 use agent_circuit_breaker::mcp::{GuardedResult, McpClient, McpServer};
 use rmcp::model::{
@@ -365,13 +364,9 @@ impl ServerHandler for Guard {
                 None,
             ));
         };
-        if let ReplyOutcome::Mistake(ModelMistake::UnknownTool { .. }) = &guarded.reply.outcome {
-            // The spec's protocol error for a tool that does not exist.
-            return Err(ErrorData::invalid_params(
-                guarded.reply.text(),
-                Some(guard_meta(&guarded)),
-            ));
-        }
+        // A name that is no tool is answered as a tool error the model reads (the note says
+        // what it may call), as reference servers answer it: clients written against them
+        // treat a JSON-RPC error on `tools/call` as a broken connection, not a mistake.
         Ok(to_result(guarded).into())
     }
 
