@@ -498,3 +498,43 @@ fn b10_a_down_server_is_due_by_wall_time_and_a_given_up_probe_waits_with_the_res
         "looks are never charged"
     );
 }
+
+#[test]
+fn b10_b13_under_a_wall_time_policy_a_down_server_says_since_when() {
+    use std::time::Duration;
+    let log = EventLog::default();
+    let clock = clock();
+    let expeditor = Expeditor::builder(map())
+        .policy(
+            Policy::builder()
+                .budget(5)
+                .cool_down(Duration::from_secs(30))
+                .build()
+                .unwrap(),
+        )
+        .clock(clock.clone())
+        .observer(log.observer())
+        .build()
+        .unwrap();
+    let down_at = common::T0;
+    fail_with(&expeditor, "read_file", closed());
+    let line = |e: &Expeditor| {
+        e.state_table()
+            .to_string()
+            .lines()
+            .find(|l| l.starts_with("Server files:"))
+            .map(str::to_owned)
+            .unwrap()
+    };
+    let expected = format!(
+        "Server files: DOWN since {down_at} — connection closed (read_file, list_dir, search OPEN)"
+    );
+    assert_eq!(line(&expeditor), expected);
+    let outage = expeditor.state_table().servers[0].outage.clone().unwrap();
+    assert_eq!(outage.at, Some(down_at));
+
+    // A failed health check later keeps the time the server went down.
+    clock.advance(Duration::from_secs(45));
+    assert!(expeditor.record_server_probe("files", false));
+    assert_eq!(line(&expeditor), expected);
+}

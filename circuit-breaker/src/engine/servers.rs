@@ -120,6 +120,7 @@ impl Engine {
                 tools: names(&g.members),
                 outage: g.outage.as_ref().map(|o| ServerOutage {
                     step: o.step,
+                    at: self.policy.is_timed().then_some(o.at),
                     message: o.message.clone(),
                     tools: names(&o.tools),
                 }),
@@ -251,6 +252,7 @@ impl Engine {
             tools: down.clone(),
             found_by: tool,
             step,
+            at: now,
             since: now,
             message: failure.summary().into_owned(),
             probing: None,

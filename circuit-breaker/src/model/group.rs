@@ -25,6 +25,10 @@ pub struct ServerLine {
 pub struct ServerOutage {
     /// The step at which a call found it unreachable.
     pub step: u64,
+    /// When a call found it unreachable, under a policy that runs on wall time (a
+    /// cool-down or a budget window): steps mean little to a service that runs for days.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<crate::model::clock::Timestamp>,
     /// What that call said.
     pub message: String,
     /// The tools the outage took down (OPEN until one probe reaches the server).
@@ -33,9 +37,18 @@ pub struct ServerOutage {
 
 impl fmt::Display for ServerLine {
     /// `Server files: DOWN since step 4 — connection closed (read_file, list_dir OPEN)`, or
-    /// `Server web: reachable (web_search, fetch_page)`.
+    /// `Server web: reachable (web_search, fetch_page)`; under a wall-time policy, `DOWN
+    /// since 2026-12-05T12:10:09Z`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.outage {
+            Some(outage @ ServerOutage { at: Some(at), .. }) => write!(
+                f,
+                "Server {}: DOWN since {} — {} ({} OPEN)",
+                self.server,
+                at,
+                outage.message,
+                outage.tools.join(", ")
+            ),
             Some(outage) => write!(
                 f,
                 "Server {}: DOWN since step {} — {} ({} OPEN)",
@@ -72,6 +85,8 @@ pub(crate) struct Outage {
     /// the others' are the outage's, charged with it.
     pub(crate) found_by: ToolId,
     pub(crate) step: u64,
+    /// When it went down.
+    pub(crate) at: crate::model::clock::Timestamp,
     /// When it went down, or its last probe failed: the start of the wait for the next.
     pub(crate) since: crate::model::clock::Timestamp,
     pub(crate) message: String,
