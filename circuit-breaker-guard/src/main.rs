@@ -5,6 +5,25 @@
 
 mod config;
 mod locate;
+#[cfg(feature = "otel")]
+mod otel;
+#[cfg(not(feature = "otel"))]
+mod otel {
+    //! Without feature `otel` nothing is exported: a config that asks for it is refused
+    //! before anything starts, so no value of this type is ever made.
+
+    pub enum Exporters {}
+
+    impl Exporters {
+        pub fn observe(&self, _: &agent_circuit_breaker::Expeditor) {
+            match *self {}
+        }
+
+        pub fn shutdown(self) {
+            match self {}
+        }
+    }
+}
 mod proxy;
 mod relay;
 
@@ -104,6 +123,12 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Option<Args>, String
 }
 
 fn main() -> ExitCode {
+    // The HTTP clients (upstreams by URL, the OTLP exporters) use rustls, which has no
+    // crypto provider until the program installs one. ring's builds without cmake; rustls
+    // marks it deprecated for lacking post-quantum key exchange, which no MCP server or
+    // collector requires.
+    #[allow(deprecated)]
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let args = match parse_args(std::env::args().skip(1)) {
         Ok(Some(args)) => args,
         Ok(None) => return ExitCode::SUCCESS,
@@ -128,10 +153,13 @@ fn main() -> ExitCode {
         print!("{}", summary(&config));
         return ExitCode::SUCCESS;
     }
-    if let Err(message) = init_logs(&config) {
-        eprintln!("circuit-breaker-guard: {message}");
-        return ExitCode::from(2);
-    }
+    let exporters = match init_logs(&config) {
+        Ok(exporters) => exporters,
+        Err(message) => {
+            eprintln!("circuit-breaker-guard: {message}");
+            return ExitCode::from(2);
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -143,9 +171,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let code = runtime.block_on(run(config, args));
+    let code = runtime.block_on(run(config, args, exporters.as_ref()));
     // Child processes and connections are closed by then; tasks still waiting are dropped.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    if let Some(exporters) = exporters {
+        exporters.shutdown();
+    }
     code
 }
 
@@ -238,10 +269,23 @@ fn summary(config: &Config) -> String {
             fleet.redis, fleet.namespace
         ));
     }
+    if let Some(otlp) = &config.telemetry.otlp {
+        let protocol = match otlp.protocol {
+            config::OtlpProtocol::HttpProtobuf => "http/protobuf",
+            config::OtlpProtocol::HttpJson => "http/json",
+        };
+        out.push_str(&format!(
+            "telemetry: spans and metrics over OTLP ({protocol}) to {}, metrics every {}\n",
+            otlp.endpoint,
+            humantime::format_duration(otlp.export_every)
+        ));
+    }
     out
 }
 
-fn init_logs(config: &Config) -> Result<(), String> {
+/// The guard's logs, and its spans and metrics when `telemetry.otlp` asks for them.
+fn init_logs(config: &Config) -> Result<Option<otel::Exporters>, String> {
+    use tracing_subscriber::Layer as _;
     use tracing_subscriber::fmt::writer::BoxMakeWriter;
     let level: tracing::Level = config
         .telemetry
@@ -266,18 +310,38 @@ fn init_logs(config: &Config) -> Result<(), String> {
     let filter = tracing_subscriber::filter::Targets::new()
         .with_default(level)
         .with_target("rmcp", level.min(tracing::Level::WARN));
-    let layer = tracing_subscriber::fmt::layer()
+    // The level is the logs' alone: what is exported does not depend on how much is logged.
+    let logs = tracing_subscriber::fmt::layer()
         .with_writer(writer)
         .with_ansi(false)
-        .with_target(false);
-    tracing_subscriber::registry()
-        .with(layer)
-        .with(filter)
-        .try_init()
-        .map_err(|e| format!("logging: {e}"))
+        .with_target(false)
+        .with_filter(filter);
+    let registry = tracing_subscriber::registry().with(logs);
+    #[cfg(feature = "otel")]
+    if let Some(otlp) = &config.telemetry.otlp {
+        let exporters = otel::Exporters::start(otlp, &config.name)?;
+        let spans = tracing_opentelemetry::layer()
+            .with_tracer(exporters.tracer())
+            .with_filter(
+                tracing_subscriber::filter::Targets::new()
+                    .with_target("circuit_breaker", tracing::Level::TRACE),
+            );
+        registry
+            .with(spans)
+            .with(exporters.telemetry.layer())
+            .try_init()
+            .map_err(|e| format!("logging: {e}"))?;
+        return Ok(Some(exporters));
+    }
+    #[cfg(not(feature = "otel"))]
+    if config.telemetry.otlp.is_some() {
+        return Err("`telemetry.otlp` needs a build with the `otel` feature".to_owned());
+    }
+    registry.try_init().map_err(|e| format!("logging: {e}"))?;
+    Ok(None)
 }
 
-async fn run(config: Config, args: Args) -> ExitCode {
+async fn run(config: Config, args: Args, exporters: Option<&otel::Exporters>) -> ExitCode {
     let downstream = relay::Downstream::new();
     let mut deadlines = HashMap::new();
     let mut builder = McpClient::builder()
@@ -337,6 +401,9 @@ async fn run(config: Config, args: Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(exporters) = exporters {
+        exporters.observe(client.expeditor());
+    }
     tracing::info!(
         upstreams = %client.servers().join(", "),
         tools = agent_circuit_breaker::dispatch::ToolDispatch::definitions(&client).len(),

@@ -12,6 +12,9 @@ pub mod b17_guard;
 pub mod b17_http;
 #[path = "b17_latency.rs"]
 pub mod b17_latency;
+#[cfg(feature = "otel")]
+#[path = "b17_otel.rs"]
+pub mod b17_otel;
 #[path = "b17_pass_through.rs"]
 pub mod b17_pass_through;
 #[path = "common.rs"]
