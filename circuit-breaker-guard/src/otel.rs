@@ -22,6 +22,7 @@ use crate::config::{Otlp, OtlpProtocol};
 pub struct Exporters {
     tracer: SdkTracerProvider,
     meter: SdkMeterProvider,
+    endpoint: String,
     /// The metrics' recorder: its layer goes on the subscriber.
     pub telemetry: Telemetry,
 }
@@ -77,6 +78,7 @@ impl Exporters {
         Ok(Exporters {
             tracer,
             meter,
+            endpoint: base.to_owned(),
             telemetry,
         })
     }
@@ -94,11 +96,16 @@ impl Exporters {
     /// Exports what is left and stops: spans still batched and the last metrics are not
     /// lost when the guard exits. A collector that is gone is a line on stderr.
     pub fn shutdown(self) {
+        let endpoint = &self.endpoint;
         if let Err(error) = self.tracer.shutdown() {
-            eprintln!("circuit-breaker-guard: telemetry.otlp: spans: {error}");
+            eprintln!(
+                "circuit-breaker-guard: telemetry.otlp: the last spans could not be exported to {endpoint}: {error}"
+            );
         }
         if let Err(error) = self.meter.shutdown() {
-            eprintln!("circuit-breaker-guard: telemetry.otlp: metrics: {error}");
+            eprintln!(
+                "circuit-breaker-guard: telemetry.otlp: the last metrics could not be exported to {endpoint}: {error}"
+            );
         }
     }
 }

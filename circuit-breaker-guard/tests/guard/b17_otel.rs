@@ -88,6 +88,16 @@ async fn collector() -> (String, Arc<Mutex<Vec<Export>>>) {
 /// The guard in front of alpha and beta, exporting to `endpoint`: three good calls and
 /// three failures that open `fail`, then the client leaves and the guard exits.
 async fn session(label: &str, endpoint: &str, protocol: &str) -> String {
+    let stderr = session_to(label, endpoint, protocol).await;
+    assert!(
+        !stderr.contains("telemetry.otlp"),
+        "an export failed:\n{stderr}"
+    );
+    stderr
+}
+
+/// [`session`], whatever became of the exports: the guard's stderr.
+async fn session_to(label: &str, endpoint: &str, protocol: &str) -> String {
     let dir = scratch(label);
     let config = two_upstreams(&dir);
     let mut text = std::fs::read_to_string(&config).expect("the config");
@@ -119,10 +129,6 @@ async fn session(label: &str, endpoint: &str, protocol: &str) -> String {
         .unwrap_or_else(|_| panic!("the guard did not exit:\n{stderr}"))
         .expect("its status");
     assert!(status.success(), "{status}\n{stderr}");
-    assert!(
-        !stderr.contains("telemetry.otlp"),
-        "an export failed:\n{stderr}"
-    );
     stderr
 }
 
@@ -287,4 +293,30 @@ fn b17_check_reads_the_collector_and_names_what_is_wrong_with_it() {
         "{err}"
     );
     assert!(!err.contains("panicked"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b17_b12_a_collector_that_cannot_be_reached_costs_no_call() {
+    // A port that was free a moment ago: every export is refused.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let started = std::time::Instant::now();
+    // `session_to` asserts every call answered and a clean exit.
+    let stderr = session_to(
+        "otel-gone",
+        &format!("http://127.0.0.1:{port}"),
+        "http/json",
+    )
+    .await;
+    assert!(
+        stderr.contains(&format!("could not be exported to http://127.0.0.1:{port}")),
+        "{stderr}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the guard took {:?} to run and exit",
+        started.elapsed()
+    );
 }
