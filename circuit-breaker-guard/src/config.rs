@@ -52,6 +52,20 @@ pub struct Upstream {
     pub name: String,
     pub transport: Transport,
     pub deadline: Option<Duration>,
+    /// Connections start with `initialize` (2025-11-25 and older), never with discovery.
+    pub initialize_only: bool,
+}
+
+/// How connections to an upstream start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Lifecycle {
+    /// `server/discover` (2026-07-28) first, `initialize` where the upstream does not know it.
+    #[default]
+    Auto,
+    /// `initialize` only: for upstreams whose tools ask the client for sampling, elicitation
+    /// or roots, which 2026-07-28 forbids.
+    Initialize,
 }
 
 #[derive(Debug, Clone)]
@@ -88,6 +102,8 @@ struct UpstreamSpec {
     headers: BTreeMap<String, String>,
     #[serde(default, with = "duration")]
     deadline: Option<Duration>,
+    #[serde(default)]
+    lifecycle: Lifecycle,
 }
 
 /// Health checks of the upstreams.
@@ -632,6 +648,7 @@ impl Reader<'_> {
             name: name.to_owned(),
             transport,
             deadline: spec.deadline,
+            initialize_only: spec.lifecycle == Lifecycle::Initialize,
         })
     }
 

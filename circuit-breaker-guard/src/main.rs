@@ -224,7 +224,15 @@ fn summary(config: &Config) -> String {
             .deadline
             .map(|d| format!(", deadline {}", humantime::format_duration(d)))
             .unwrap_or_default();
-        out.push_str(&format!("  {}: {how}{deadline}\n", upstream.name));
+        let lifecycle = if upstream.initialize_only {
+            ", initialize only"
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "  {}: {how}{deadline}{lifecycle}\n",
+            upstream.name
+        ));
     }
     match &config.overlay {
         Some(overlay) => {
@@ -437,6 +445,11 @@ fn add_upstream(
     builder: McpClientBuilder,
     upstream: &config::Upstream,
 ) -> Result<McpClientBuilder, String> {
+    let builder = if upstream.initialize_only {
+        builder.initialize_only(upstream.name.clone())
+    } else {
+        builder
+    };
     match &upstream.transport {
         Transport::Stdio {
             command,

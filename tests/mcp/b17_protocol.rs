@@ -454,3 +454,42 @@ async fn b17_client_hears_list_changed_on_its_listen_stream() {
     }
     assert_eq!(lists.load(Ordering::SeqCst), 2);
 }
+
+#[tokio::test]
+async fn b17_client_starts_with_initialize_where_told_to() {
+    let server = Counting::new(ProtocolVersion::V_2026_07_28, None);
+    let for_client = server.clone();
+    let client = McpClient::builder()
+        .connect("counting", move || {
+            let server = for_client.clone();
+            async move { Ok::<_, std::io::Error>(serve(server)) }
+        })
+        .initialize_only("counting")
+        .health_ttl(Duration::ZERO)
+        .build()
+        .await
+        .expect("connected");
+    assert_eq!(
+        client.protocol_version("counting").as_deref(),
+        Some("2025-11-25")
+    );
+    assert_eq!(server.discovers.load(Ordering::SeqCst), 0, "no discovery");
+    let reply = client.call("first", json!({})).await;
+    assert!(!reply.is_error(), "{}", reply.text());
+    assert_eq!(server.pings.load(Ordering::SeqCst), 1, "health by ping");
+
+    // A name that is no server is the builder's error, with the name meant.
+    let error = McpClient::builder()
+        .connect("counting", move || {
+            let server = server.clone();
+            async move { Ok::<_, std::io::Error>(serve(server)) }
+        })
+        .initialize_only("countin")
+        .build()
+        .await
+        .expect_err("no server countin");
+    assert_eq!(
+        error.to_string(),
+        "MCP client: initialize_only names `countin`, which is no server; did you mean `counting`?"
+    );
+}

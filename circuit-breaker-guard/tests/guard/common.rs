@@ -135,9 +135,16 @@ pub struct Session {
     pub dir: PathBuf,
 }
 
-/// Starts the guard with `config` and connects a client over its stdin and stdout, which
-/// the test holds itself: closing them is the client leaving, and the guard is not killed.
-pub async fn start(dir: &Path, config: &Path) -> Session {
+/// The guard started with `config`, its stdin and stdout piped for a client, its stderr
+/// gathered as it comes.
+pub struct Spawned {
+    pub child: tokio::process::Child,
+    pub pid: u32,
+    pub stderr: Arc<Mutex<String>>,
+    pub io: (tokio::process::ChildStdout, tokio::process::ChildStdin),
+}
+
+pub fn spawn_guard(config: &Path) -> Spawned {
     let mut child = tokio::process::Command::new(GUARD)
         .arg("--config")
         .arg(config)
@@ -167,6 +174,23 @@ pub async fn start(dir: &Path, config: &Path) -> Session {
         child.stdout.take().expect("its stdout"),
         child.stdin.take().expect("its stdin"),
     );
+    Spawned {
+        child,
+        pid,
+        stderr: text,
+        io,
+    }
+}
+
+/// Starts the guard with `config` and connects a client over its stdin and stdout, which
+/// the test holds itself: closing them is the client leaving, and the guard is not killed.
+pub async fn start(dir: &Path, config: &Path) -> Session {
+    let Spawned {
+        child,
+        pid,
+        stderr: text,
+        io,
+    } = spawn_guard(config);
     let recorder = Recorder::default();
     let client = match recorder.clone().serve(io).await {
         Ok(client) => client,

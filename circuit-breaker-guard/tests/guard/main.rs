@@ -17,6 +17,8 @@ pub mod b17_latency;
 pub mod b17_otel;
 #[path = "b17_pass_through.rs"]
 pub mod b17_pass_through;
+#[path = "b17_relay.rs"]
+pub mod b17_relay;
 #[path = "common.rs"]
 pub mod common;
 #[path = "upstream.rs"]

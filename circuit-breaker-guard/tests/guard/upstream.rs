@@ -7,6 +7,9 @@
 //!   `fail`, `hang`, `strict` (a schema that rejects), `progress`, `log`; a resource, a
 //!   template, a prompt; completion and logging.
 //! - `beta`: tool `cat` (the overlay's alternative of `read_file`), a resource, a prompt.
+//! - `asker`: on protocol 2025-06-18 (later revisions forbid a server's requests to its
+//!   client), tools `ask` (asks its client's model: sampling) and `roots` (asks its client's
+//!   roots), each answering with what its client answered.
 //! - `garbage`: prints lines that are no JSON-RPC, then exits.
 //! - `silent`: reads its input and never answers.
 
@@ -110,9 +113,14 @@ impl ServerHandler for Upstream {
             caps.logging = Some(Default::default());
             caps.completions = Some(Default::default());
         }
-        ServerConfig::new(caps)
+        let config = ServerConfig::new(caps)
             .with_server_info(Implementation::new(self.flavor.clone(), "1.0.0"))
-            .with_instructions(format!("the {} test server", self.flavor))
+            .with_instructions(format!("the {} test server", self.flavor));
+        if self.flavor == "asker" {
+            config.with_protocol_version(rmcp::model::ProtocolVersion::V_2025_06_18)
+        } else {
+            config
+        }
     }
 
     async fn list_tools(
@@ -147,6 +155,19 @@ impl ServerHandler for Upstream {
                 ),
                 tool("log", "Logs a message.", json!({ "type": "object" })),
             ]
+        } else if self.flavor == "asker" {
+            vec![
+                tool(
+                    "ask",
+                    "Asks the client's model.",
+                    json!({ "type": "object", "properties": { "question": { "type": "string" } } }),
+                ),
+                tool(
+                    "roots",
+                    "Lists the client's roots.",
+                    json!({ "type": "object" }),
+                ),
+            ]
         } else {
             vec![tool("cat", "Prints a file (beta's copy).", path_schema())]
         };
@@ -166,6 +187,38 @@ impl ServerHandler for Upstream {
                 format!("contents of {path} from {}", self.flavor),
             )]),
             "rich" => from(rich_result()),
+            "ask" => {
+                let question = args.get("question").and_then(Value::as_str).unwrap_or("?");
+                let params = rmcp::model::CreateMessageRequestParams::new(
+                    vec![rmcp::model::SamplingMessage::user_text(question)],
+                    64,
+                );
+                match context.peer.create_message(params).await {
+                    Ok(answer) => {
+                        let text = serde_json::to_value(&answer.message.content)
+                            .unwrap_or_default()
+                            .to_string();
+                        CallToolResult::success(vec![rmcp::model::ContentBlock::text(format!(
+                            "the model said {text}"
+                        ))])
+                    }
+                    Err(error) => CallToolResult::error(vec![rmcp::model::ContentBlock::text(
+                        format!("sampling failed: {error}"),
+                    )]),
+                }
+            }
+            "roots" => match context.peer.list_roots().await {
+                Ok(roots) => {
+                    let uris: Vec<String> = roots.roots.iter().map(|r| r.uri.clone()).collect();
+                    CallToolResult::success(vec![rmcp::model::ContentBlock::text(format!(
+                        "roots: {}",
+                        uris.join(", ")
+                    ))])
+                }
+                Err(error) => CallToolResult::error(vec![rmcp::model::ContentBlock::text(
+                    format!("roots failed: {error}"),
+                )]),
+            },
             "fail" => {
                 CallToolResult::error(vec![rmcp::model::ContentBlock::text("the disk is on fire")])
             }

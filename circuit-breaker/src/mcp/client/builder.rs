@@ -55,6 +55,7 @@ pub struct McpClientBuilder {
     qualify: Option<String>,
     check_every: Option<Duration>,
     relay: Option<Arc<dyn Relay>>,
+    initialize_only: Vec<String>,
 }
 
 impl Default for McpClientBuilder {
@@ -72,6 +73,7 @@ impl Default for McpClientBuilder {
             qualify: None,
             check_every: None,
             relay: None,
+            initialize_only: Vec::new(),
         }
     }
 }
@@ -312,6 +314,15 @@ impl McpClientBuilder {
         self
     }
 
+    /// Connections to `server` start with `initialize` (protocol 2025-11-25 and older), never
+    /// with `server/discover`. For a server whose tools ask their client for sampling,
+    /// elicitation or roots in the middle of a call: 2026-07-28 forbids a server's requests
+    /// to its client, so on that revision those tools would fail.
+    pub fn initialize_only(mut self, server: impl Into<String>) -> Self {
+        self.initialize_only.push(server.into());
+        self
+    }
+
     /// How long a server's health check (`ping`) is trusted (default
     /// [`DEFAULT_HEALTH_TTL`], 10 s): a call after that checks again first. A check that
     /// failed also stands this long: within it the server's probes are refused without
@@ -382,10 +393,15 @@ impl McpClientBuilder {
                 problems.push(format!("server `{}`: {problem}", server.name));
             }
         }
-        for (server, _) in &self.deadlines {
+        let referenced = self
+            .deadlines
+            .iter()
+            .map(|(server, _)| ("deadline_for", server))
+            .chain(self.initialize_only.iter().map(|s| ("initialize_only", s)));
+        for (method, server) in referenced {
             if !self.servers.iter().any(|s| s.name == *server) {
                 let names = self.servers.iter().map(|s| s.name.as_str());
-                let mut problem = format!("deadline_for names `{server}`, which is no server");
+                let mut problem = format!("{method} names `{server}`, which is no server");
                 if let Some(s) = did_you_mean(server, names) {
                     let _ = write!(problem, "; did you mean `{s}`?");
                 }
@@ -444,6 +460,7 @@ impl McpClientBuilder {
                     .and_then(|o| o.servers().iter().rfind(|s| s.name() == config.name))
                     .and_then(ServerSpec::caller_categories)
                     .map_or_else(|| DEFAULT_CALLER_ERRORS.to_vec(), <[_]>::to_vec);
+                let listing = Listing::starting(!self.initialize_only.contains(&config.name));
                 Arc::new(Server {
                     name: config.name,
                     index,
@@ -457,7 +474,7 @@ impl McpClientBuilder {
                     client: OnceLock::new(),
                     caller_errors,
                     relay: self.relay.clone(),
-                    listing: Listing::default(),
+                    listing,
                 })
             })
             .collect();

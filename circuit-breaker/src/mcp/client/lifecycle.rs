@@ -88,6 +88,16 @@ pub(super) fn health_request(peer: &Peer<RoleClient>) -> ClientRequest {
     }
 }
 
+impl Listing {
+    /// A listing whose connections start with discovery (`modern`) or with `initialize`.
+    pub(super) fn starting(modern: bool) -> Self {
+        Listing {
+            legacy_only: AtomicBool::new(!modern),
+            ..Listing::default()
+        }
+    }
+}
+
 impl Server {
     /// Whether connections to it start with discovery.
     pub(super) fn starts_modern(&self) -> bool {
