@@ -144,15 +144,18 @@ telemetry:
 }
 
 #[test]
-fn b17_an_upstream_that_speaks_garbage_or_never_answers_is_a_clear_error() {
+fn b17_a_required_upstream_that_speaks_garbage_or_never_answers_is_a_clear_error() {
     for (flavor, expected) in [
-        ("garbage", "MCP server `junk` could not be connected"),
+        (
+            "garbage",
+            "upstream junk is `required: true` and could not be started",
+        ),
         ("silent", "no answer to initialize within 2s"),
     ] {
         let dir = scratch(flavor);
         let path = dir.join("guard.yaml");
         let text = format!(
-            "upstreams:\n{}{}health:\n  connect_timeout: 2s\n",
+            "upstreams:\n{}{}    required: true\nhealth:\n  connect_timeout: 2s\n",
             upstream(&dir, "beta", "beta"),
             upstream(&dir, "junk", flavor)
         );
@@ -165,4 +168,42 @@ fn b17_an_upstream_that_speaks_garbage_or_never_answers_is_a_clear_error() {
         assert!(err.contains(expected), "{flavor}: {err}");
         assert!(!err.contains("panicked"), "{flavor}: {err}");
     }
+}
+
+#[test]
+fn b17_check_names_the_overlays_servers_when_no_upstream_is_named() {
+    let dir = scratch("unnamed");
+    let path = dir.join("guard.yaml");
+    std::fs::write(
+        &path,
+        "upstreams:\n  - command: mcp-files\n\
+overlay:\n  capability_map: []\n  servers:\n    - server: files\n      caller_errors: [not_found]\n",
+    )
+    .unwrap();
+    let (code, _, err) = run_guard(
+        &["--config", path.to_str().unwrap(), "--check"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("missing field `name`"), "{err}");
+    assert!(
+        err.contains(
+            "overlay.servers[0].server: server `files` is no upstream (no upstream has a `name:`)"
+        ),
+        "{err}"
+    );
+
+    // A name written with spaces around it is the name without them, here too.
+    std::fs::write(
+        &path,
+        "upstreams:\n  - name: \" files \"\n    command: mcp-files\n\
+overlay:\n  capability_map: []\n  servers:\n    - server: files\n      caller_errors: [not_found]\n",
+    )
+    .unwrap();
+    let (code, out, err) = run_guard(
+        &["--config", path.to_str().unwrap(), "--check"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.starts_with("ok"), "{out}");
 }

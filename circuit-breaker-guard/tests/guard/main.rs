@@ -14,6 +14,8 @@ pub mod b17_http;
 pub mod b17_latency;
 #[path = "b17_pass_through.rs"]
 pub mod b17_pass_through;
+#[path = "b17_startup.rs"]
+pub mod b17_startup;
 #[path = "common.rs"]
 pub mod common;
 #[path = "upstream.rs"]
