@@ -22,10 +22,17 @@
 
 #[path = "../common/examples.rs"]
 mod examples;
+#[path = "../common/mcp_client.rs"]
+#[allow(
+    dead_code,
+    reason = "shared by the MCP tests; not every helper is used in each"
+)]
+mod mcp_client;
 
 use std::path::PathBuf;
 
 use examples::example_binary;
+use mcp_client::{Log, state};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -218,28 +225,6 @@ capability_map:
     threshold: 2
 "#;
 
-/// Every event the expeditor emits.
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<Event>>>);
-
-impl Log {
-    fn events(&self) -> Vec<Event> {
-        self.0.lock().unwrap().clone()
-    }
-
-    fn server_events(&self) -> Vec<Event> {
-        self.events()
-            .into_iter()
-            .filter(|e| matches!(e, Event::ServerDown { .. } | Event::ServerUp { .. }))
-            .collect()
-    }
-
-    fn attach(&self, builder: McpClientBuilder) -> McpClientBuilder {
-        let log = Arc::clone(&self.0);
-        builder.expeditor(move |b| b.observer(move |e: &Event| log.lock().unwrap().push(e.clone())))
-    }
-}
-
 struct Setup {
     client: McpClient,
     docs: Arc<GuardedDocs>,
@@ -271,11 +256,6 @@ async fn setup(configure: impl FnOnce(McpClientBuilder) -> McpClientBuilder) -> 
         wiki_server,
         log,
     }
-}
-
-fn state(client: &McpClient, tool: &str) -> CircuitState {
-    let e = client.expeditor();
-    e.state(e.tool(tool).expect("a tool")).expect("a state")
 }
 
 fn failures(client: &McpClient, tool: &str) -> u32 {
