@@ -500,7 +500,7 @@ impl McpClientBuilder {
             match result {
                 Ok(listing) => listings.push(listing),
                 Err(message) if self.optional.contains(&server.name) => {
-                    tracing::warn!(server = %server.name, %message, "MCP server not connected: down until it answers");
+                    tracing::debug!(server = %server.name, %message, "MCP server not connected: down until it answers");
                     *lock(&server.pending) = Some(Pending::new(message, first_retry));
                     listings.push(Vec::new());
                 }
