@@ -1368,3 +1368,97 @@ async fn killing_a_child_server_is_one_server_down_and_the_probe_spawns_it_again
     client.shutdown().await;
     let _ = std::fs::remove_dir_all(&root);
 }
+
+// ---------------------------------------------------------------------------------------
+// A server that does not answer when the client is built.
+
+/// An overlay with an entry for a tool of `wiki`, which is down when the client is built.
+const LATE_OVERLAY: &str = r#"
+capability_map:
+  - tool: search_wiki
+    provides: search of the team wiki
+    alternatives:
+      - tool: search_docs
+        method: "search the documentation instead"
+        degradation: "the documentation, not the wiki"
+    fallback: "ask the user what the wiki says"
+"#;
+
+/// A server made `optional` that refuses at build: the client starts with the other, names
+/// it `unconnected`, and the health pass connects it once it answers; its tools then join the
+/// definitions with the overlay's entry for them. Not optional, it makes `build` fail; an
+/// `optional` naming no server is a configuration error with "did you mean".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b17_an_optional_server_down_at_build_joins_when_the_health_pass_reaches_it() {
+    let docs = Arc::new(GuardedDocs::new(Docs::default()));
+    let wiki = Arc::new(GuardedWiki::new(Wiki::default()));
+    let (docs_server, wiki_server) = (InProcess::new(), InProcess::new());
+    wiki_server.down.store(true, Ordering::SeqCst);
+    let builder = || {
+        let overlay: CapabilityMap = serde_yaml_ng::from_str(LATE_OVERLAY).expect("YAML");
+        let builder = McpClient::builder().overlay(overlay);
+        let builder = serve_in_process(builder, "docs", Arc::clone(&docs), &docs_server);
+        serve_in_process(builder, "wiki", Arc::clone(&wiki), &wiki_server)
+    };
+
+    let error = builder().build().await.expect_err("wiki is required");
+    assert!(
+        matches!(&error, McpClientError::Connect { server, .. } if server == "wiki"),
+        "{error}"
+    );
+    let error = builder()
+        .optional("wik")
+        .build()
+        .await
+        .expect_err("no such server");
+    assert!(
+        error.to_string().contains("did you mean `wiki`?"),
+        "{error}"
+    );
+
+    let client = builder()
+        .optional("wiki")
+        .check_every(Duration::from_millis(20))
+        .build()
+        .await
+        .expect("built without wiki");
+    assert_eq!(
+        client.unconnected(),
+        [(
+            "wiki".to_owned(),
+            "the transport could not be made: wiki refuses connections".to_owned()
+        )]
+    );
+    assert_eq!(client.is_connected("wiki"), Some(false));
+    let names = |client: &McpClient| -> Vec<String> {
+        client.definitions().into_iter().map(|d| d.name).collect()
+    };
+    assert_eq!(names(&client), ["search_docs", "read_doc", "slow_doc"]);
+    let reply = client
+        .call("search_docs", json!({ "query": "deploy" }))
+        .await;
+    assert!(!reply.is_error(), "{reply:?}");
+
+    wiki_server.down.store(false, Ordering::SeqCst);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !names(&client).contains(&"search_wiki".to_owned()) {
+        assert!(Instant::now() < deadline, "wiki never joined");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(client.unconnected().is_empty());
+    assert_eq!(client.is_connected("wiki"), Some(true));
+    let e = client.expeditor();
+    let map = e.capability_map();
+    let spec = map
+        .tools()
+        .iter()
+        .find(|s| s.name() == "search_wiki")
+        .expect("search_wiki in the map");
+    assert_eq!(spec.provides(), "search of the team wiki");
+    assert_eq!(spec.fallback(), "ask the user what the wiki says");
+    assert_eq!(spec.alternatives()[0].tool(), "search_docs");
+    let reply = client
+        .call("search_wiki", json!({ "query": "deploy" }))
+        .await;
+    assert!(!reply.is_error(), "{reply:?}");
+}
