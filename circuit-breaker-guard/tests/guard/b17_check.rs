@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::common::{run_guard, scratch, upstream};
+use crate::common::{run_config, run_guard, scratch, upstream};
 
 #[test]
 fn b17_check_summarises_a_good_config() {
@@ -172,18 +172,10 @@ fn b17_a_required_upstream_that_speaks_garbage_or_never_answers_is_a_clear_error
 
 #[test]
 fn b17_check_names_the_overlays_servers_when_no_upstream_is_named() {
-    let dir = scratch("unnamed");
-    let path = dir.join("guard.yaml");
-    std::fs::write(
-        &path,
-        "upstreams:\n  - command: mcp-files\n\
-overlay:\n  capability_map: []\n  servers:\n    - server: files\n      caller_errors: [not_found]\n",
-    )
-    .unwrap();
-    let (code, _, err) = run_guard(
-        &["--config", path.to_str().unwrap(), "--check"],
-        Duration::from_secs(20),
-    );
+    let path = scratch("unnamed").join("guard.yaml");
+    let overlay = "overlay:\n  capability_map: []\n  servers:\n    - server: files\n";
+    let text = format!("upstreams:\n  - command: mcp-files\n{overlay}");
+    let (code, _, err) = run_config(&path, &text, &["--check"]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("missing field `name`"), "{err}");
     assert!(
@@ -194,16 +186,8 @@ overlay:\n  capability_map: []\n  servers:\n    - server: files\n      caller_er
     );
 
     // A name written with spaces around it is the name without them, here too.
-    std::fs::write(
-        &path,
-        "upstreams:\n  - name: \" files \"\n    command: mcp-files\n\
-overlay:\n  capability_map: []\n  servers:\n    - server: files\n      caller_errors: [not_found]\n",
-    )
-    .unwrap();
-    let (code, out, err) = run_guard(
-        &["--config", path.to_str().unwrap(), "--check"],
-        Duration::from_secs(20),
-    );
+    let text = format!("upstreams:\n  - name: \" files \"\n    command: mcp-files\n{overlay}");
+    let (code, out, err) = run_config(&path, &text, &["--check"]);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.starts_with("ok"), "{out}");
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use agent_circuit_breaker::mcp::{HttpOptions, serve_http};
 use serde_json::json;
 
-use crate::common::{Session, run_guard, scratch, start, text, upstream, wait_for};
+use crate::common::{Session, run_config, scratch, start, text, upstream, wait_for};
 use crate::upstream::Upstream;
 
 /// An upstream entry that fails at start in the way `how` says.
@@ -147,19 +147,10 @@ async fn b17_every_upstream_failing_is_an_empty_offer_said_loudly() {
 fn b17_a_required_upstream_failing_at_start_is_fatal_and_a_misspelt_key_is_named() {
     let dir = scratch("required");
     let path = dir.join("guard.yaml");
-    std::fs::write(
-        &path,
-        format!(
-            "upstreams:\n{}{}    required: true\n",
-            upstream(&dir, "beta", "beta"),
-            failing(&dir, "junk", "not found"),
-        ),
-    )
-    .unwrap();
-    let (code, _, err) = run_guard(
-        &["--config", path.to_str().unwrap()],
-        Duration::from_secs(30),
-    );
+    let junk = failing(&dir, "junk", "not found");
+    let beta = upstream(&dir, "beta", "beta");
+    let text = format!("upstreams:\n{beta}{junk}    required: true\n");
+    let (code, _, err) = run_config(&path, &text, &[]);
     assert_eq!(code, Some(1), "{err}");
     assert!(
         err.contains("upstream junk is `required: true` and could not be started"),
@@ -167,18 +158,8 @@ fn b17_a_required_upstream_failing_at_start_is_fatal_and_a_misspelt_key_is_named
     );
     assert!(!err.contains("panicked"), "{err}");
 
-    std::fs::write(
-        &path,
-        format!(
-            "upstreams:\n{}    requird: true\n",
-            failing(&dir, "junk", "not found")
-        ),
-    )
-    .unwrap();
-    let (code, _, err) = run_guard(
-        &["--config", path.to_str().unwrap(), "--check"],
-        Duration::from_secs(20),
-    );
+    let text = format!("upstreams:\n{junk}    requird: true\n");
+    let (code, _, err) = run_config(&path, &text, &["--check"]);
     assert_eq!(code, Some(2), "{err}");
     assert!(
         err.contains("unknown key `requird`; did you mean `required`?"),

@@ -403,20 +403,12 @@ impl McpClientBuilder {
                 problems.push(format!("server `{}`: {problem}", server.name));
             }
         }
-        for (server, _) in &self.deadlines {
+        let named = self.deadlines.iter().map(|(s, _)| ("deadline_for", s));
+        let named = named.chain(self.optional.iter().map(|s| ("optional", s)));
+        for (setting, server) in named {
             if !self.servers.iter().any(|s| s.name == *server) {
                 let names = self.servers.iter().map(|s| s.name.as_str());
-                let mut problem = format!("deadline_for names `{server}`, which is no server");
-                if let Some(s) = did_you_mean(server, names) {
-                    let _ = write!(problem, "; did you mean `{s}`?");
-                }
-                problems.push(problem);
-            }
-        }
-        for server in &self.optional {
-            if !self.servers.iter().any(|s| s.name == *server) {
-                let names = self.servers.iter().map(|s| s.name.as_str());
-                let mut problem = format!("optional names `{server}`, which is no server");
+                let mut problem = format!("{setting} names `{server}`, which is no server");
                 if let Some(s) = did_you_mean(server, names) {
                     let _ = write!(problem, "; did you mean `{s}`?");
                 }
