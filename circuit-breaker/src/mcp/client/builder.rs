@@ -19,7 +19,7 @@ use super::late::Pending;
 use super::lifecycle::Listing;
 use super::overlay::run_time_map;
 use super::relay::{Relay, Relayed};
-use super::tools::{Entry, Tools};
+use super::tools::{Entry, Listed, Tools};
 use super::{
     DEFAULT_CALLER_ERRORS, DEFAULT_CONNECT_TIMEOUT, DEFAULT_DEADLINE, DEFAULT_HEALTH_TTL,
     DEFAULT_PING_TIMEOUT, Inner, McpClient, McpClientError, OverlayProblem, lock,
@@ -403,9 +403,9 @@ impl McpClientBuilder {
                 problems.push(format!("server `{}`: {problem}", server.name));
             }
         }
-        let named = self.deadlines.iter().map(|(s, _)| ("deadline_for", s));
-        let named = named.chain(self.optional.iter().map(|s| ("optional", s)));
-        for (setting, server) in named {
+        let settings = self.deadlines.iter().map(|(s, _)| ("deadline_for", s));
+        let settings = settings.chain(self.optional.iter().map(|s| ("optional", s)));
+        for (setting, server) in settings {
             if !self.servers.iter().any(|s| s.name == *server) {
                 let names = self.servers.iter().map(|s| s.name.as_str());
                 let mut problem = format!("{setting} names `{server}`, which is no server");
@@ -486,24 +486,9 @@ impl McpClientBuilder {
             })
             .collect();
         let first_retry = self.check_every.unwrap_or(self.health_ttl);
-        let mut listings = Vec::with_capacity(servers.len());
-        let results = connect_all(&servers, self.connect_timeout, self.qualify.as_deref()).await;
-        for (server, result) in servers.iter().zip(results) {
-            match result {
-                Ok(listing) => listings.push(listing),
-                Err(message) if self.optional.contains(&server.name) => {
-                    tracing::debug!(server = %server.name, %message, "MCP server not connected: down until it answers");
-                    *lock(&server.pending) = Some(Pending::new(message, first_retry));
-                    listings.push(Vec::new());
-                }
-                Err(message) => {
-                    return Err(McpClientError::Connect {
-                        server: server.name.clone(),
-                        message,
-                    });
-                }
-            }
-        }
+        let qualify = self.qualify.as_deref();
+        let results = connect_all(&servers, self.connect_timeout, qualify).await;
+        let listings = first_listings(&servers, results, &self.optional, first_retry)?;
         let deferring = servers.iter().any(|s| lock(&s.pending).is_some());
         let (mut specs, deferred) =
             run_time_map(&servers, listings, self.overlay.as_ref(), deferring)?;
@@ -512,11 +497,8 @@ impl McpClientBuilder {
             .fold(CapabilityMap::new(), |map, (_, _, spec)| {
                 map.tool(spec.clone())
             });
-        let checked = if deferring {
-            unresolved_alternatives(&map)?
-        } else {
-            false
-        };
+        // While a server is not connected, alternatives may name its tools.
+        let checked = deferring && unresolved_alternatives(&map)?;
         let mut builder = Expeditor::builder(map);
         if let Some(policy) = self.policy {
             builder = builder.policy(policy);
@@ -587,4 +569,33 @@ fn unresolved_alternatives(map: &CapabilityMap) -> Result<bool, McpClientError> 
         tracing::warn!(%error, "an alternative naming no tool of the servers connected: not routed to");
     }
     Ok(true)
+}
+
+/// The listings of the first connections. An optional server that failed is not connected
+/// yet (listed as nothing, tried again by the health pass after `first_retry`); any other's
+/// failure is the error.
+fn first_listings(
+    servers: &[Arc<Server>],
+    results: Vec<Result<Vec<Listed>, String>>,
+    optional: &[String],
+    first_retry: Duration,
+) -> Result<Vec<Vec<Listed>>, McpClientError> {
+    let mut listings = Vec::with_capacity(servers.len());
+    for (server, result) in servers.iter().zip(results) {
+        match result {
+            Ok(listing) => listings.push(listing),
+            Err(message) if optional.contains(&server.name) => {
+                tracing::debug!(server = %server.name, %message, "MCP server not connected: down until it answers");
+                *lock(&server.pending) = Some(Pending::new(message, first_retry));
+                listings.push(Vec::new());
+            }
+            Err(message) => {
+                return Err(McpClientError::Connect {
+                    server: server.name.clone(),
+                    message,
+                });
+            }
+        }
+    }
+    Ok(listings)
 }
