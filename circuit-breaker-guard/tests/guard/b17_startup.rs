@@ -25,15 +25,20 @@ fn failing(dir: &std::path::Path, name: &str, how: &str) -> String {
 
 /// Closes the client and waits for the guard to exit: what it wrote on stderr, the state
 /// table at exit included.
-async fn stop(mut session: Session) -> String {
-    let _ = session.client.cancel().await;
-    let _ = tokio::time::timeout(Duration::from_secs(20), session.child.wait()).await;
+async fn stop(session: Session) -> String {
+    let Session {
+        client,
+        stderr,
+        mut child,
+        ..
+    } = session;
+    let _ = client.cancel().await;
+    let _ = tokio::time::timeout(Duration::from_secs(20), child.wait()).await;
     let _ = wait_for(Duration::from_secs(2), || {
-        session.stderr.lock().unwrap().contains("Server ")
+        stderr.lock().unwrap().contains("Server ")
     })
     .await;
-    let err = session.stderr.lock().unwrap().clone();
-    err
+    stderr.lock().unwrap().clone()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
