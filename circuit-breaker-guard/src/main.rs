@@ -193,7 +193,8 @@ fn summary(config: &Config) -> String {
             .deadline
             .map(|d| format!(", deadline {}", humantime::format_duration(d)))
             .unwrap_or_default();
-        out.push_str(&format!("  {}: {how}{deadline}\n", upstream.name));
+        let required = if upstream.required { ", required" } else { "" };
+        out.push_str(&format!("  {}: {how}{deadline}{required}\n", upstream.name));
     }
     match &config.overlay {
         Some(overlay) => {

@@ -162,6 +162,12 @@ fn b17_a_required_upstream_failing_at_start_is_fatal_and_a_misspelt_key_is_named
         "{err}"
     );
     assert!(!err.contains("panicked"), "{err}");
+    let (code, out, err) = run_config(&path, &text, &["--check"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains("  junk: stdio: /nonexistent/mcp-server-junk, required\n"),
+        "{out}"
+    );
 
     let text = format!("upstreams:\n{junk}    requird: true\n");
     let (code, _, err) = run_config(&path, &text, &["--check"]);
