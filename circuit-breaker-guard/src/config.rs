@@ -52,6 +52,9 @@ pub struct Upstream {
     pub name: String,
     pub transport: Transport,
     pub deadline: Option<Duration>,
+    /// An upstream the guard must not start without: one that fails at startup is fatal.
+    /// Any other is down until it answers.
+    pub required: bool,
     /// Connections start with `initialize` (2025-11-25 and older), never with discovery.
     pub initialize_only: bool,
 }
@@ -104,6 +107,8 @@ struct UpstreamSpec {
     deadline: Option<Duration>,
     #[serde(default)]
     lifecycle: Lifecycle,
+    #[serde(default)]
+    required: bool,
 }
 
 /// Health checks of the upstreams.
@@ -391,7 +396,7 @@ pub fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Config,
             .map(|items| {
                 items
                     .iter()
-                    .filter_map(|i| i.get("name")?.as_str())
+                    .filter_map(|i| i.get("name")?.as_str().map(str::trim))
                     .collect()
             })
             .unwrap_or_default();
@@ -649,6 +654,7 @@ impl Reader<'_> {
             transport,
             deadline: spec.deadline,
             initialize_only: spec.lifecycle == Lifecycle::Initialize,
+            required: spec.required,
         })
     }
 
@@ -721,11 +727,15 @@ impl Reader<'_> {
                 let Some(server) = entry.get("server").and_then(Value::as_str) else {
                     continue;
                 };
-                if names.contains(&server) || names.is_empty() {
+                if names.contains(&server) {
                     continue;
                 }
+                // With no upstream named (each one's missing name is a problem of its own),
+                // the overlay's servers are still named: one run reports every problem.
                 let mut message = format!("server `{server}` is no upstream");
-                if let Some(s) = did_you_mean(server, names.iter().copied()) {
+                if names.is_empty() {
+                    message.push_str(" (no upstream has a `name:`)");
+                } else if let Some(s) = did_you_mean(server, names.iter().copied()) {
                     message.push_str(&format!("; did you mean `{s}`?"));
                 }
                 let path = [

@@ -34,7 +34,7 @@ use std::sync::Arc;
 
 use agent_circuit_breaker::capability::did_you_mean;
 use agent_circuit_breaker::mcp::rmcp::ServiceExt as _;
-use agent_circuit_breaker::mcp::{McpClient, McpClientBuilder};
+use agent_circuit_breaker::mcp::{McpClient, McpClientBuilder, McpClientError};
 
 use config::{Config, Transport};
 
@@ -224,13 +224,14 @@ fn summary(config: &Config) -> String {
             .deadline
             .map(|d| format!(", deadline {}", humantime::format_duration(d)))
             .unwrap_or_default();
+        let required = if upstream.required { ", required" } else { "" };
         let lifecycle = if upstream.initialize_only {
             ", initialize only"
         } else {
             ""
         };
         out.push_str(&format!(
-            "  {}: {how}{deadline}{lifecycle}\n",
+            "  {}: {how}{deadline}{required}{lifecycle}\n",
             upstream.name
         ));
     }
@@ -369,6 +370,9 @@ async fn run(config: Config, args: Args, exporters: Option<&otel::Exporters>) ->
             builder = builder.deadline_for(upstream.name.clone(), deadline);
             deadlines.insert(upstream.name.clone(), deadline);
         }
+        if !upstream.required {
+            builder = builder.optional(upstream.name.clone());
+        }
         builder = match add_upstream(builder, upstream) {
             Ok(builder) => builder,
             Err(message) => {
@@ -404,6 +408,12 @@ async fn run(config: Config, args: Args, exporters: Option<&otel::Exporters>) ->
     }
     let client = match builder.build().await {
         Ok(client) => client,
+        Err(McpClientError::Connect { server, message }) => {
+            eprintln!(
+                "circuit-breaker-guard: upstream {server} is `required: true` and could not be started: {message}"
+            );
+            return ExitCode::FAILURE;
+        }
         Err(error) => {
             eprintln!("circuit-breaker-guard: {error}");
             return ExitCode::FAILURE;
@@ -412,11 +422,7 @@ async fn run(config: Config, args: Args, exporters: Option<&otel::Exporters>) ->
     if let Some(exporters) = exporters {
         exporters.observe(client.expeditor());
     }
-    tracing::info!(
-        upstreams = %client.servers().join(", "),
-        tools = agent_circuit_breaker::dispatch::ToolDispatch::definitions(&client).len(),
-        "upstreams connected"
-    );
+    announce_upstreams(&client, &config);
     let shared = Arc::new(proxy::Shared::new(
         client.clone(),
         config.name.clone(),
@@ -436,9 +442,52 @@ async fn run(config: Config, args: Args, exporters: Option<&otel::Exporters>) ->
     shared.close();
     // A moment for the cancellations to reach the upstreams before they are closed.
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    eprintln!("{}", client.expeditor().state_table());
+    eprintln!("{}", state(&client));
     client.shutdown().await;
     code
+}
+
+/// Which upstreams answered at start; those that did not are down, each said loudly, and an
+/// empty offer more loudly still: the guard serves anyway, so that a client configured with
+/// it keeps working, and the upstreams join as they answer.
+fn announce_upstreams(client: &McpClient, config: &Config) {
+    let down = client.unconnected();
+    let retry = humantime::format_duration(config.health.check_every);
+    for (server, why) in &down {
+        tracing::warn!(
+            "upstream {server} is down at start: {why}; tried again every {retry} or more \
+             (backoff), its tools join the offer when it answers"
+        );
+    }
+    let tools = agent_circuit_breaker::dispatch::ToolDispatch::definitions(client).len();
+    if down.len() == config.upstreams.len() {
+        tracing::error!(
+            "NO upstream answered at start: serving an empty offer until one does \
+             (mark an upstream `required: true` to refuse to start without it)"
+        );
+    } else {
+        let up: Vec<&str> = client
+            .servers()
+            .into_iter()
+            .filter(|s| !down.iter().any(|(d, _)| d == s))
+            .collect();
+        tracing::info!(upstreams = %up.join(", "), tools, "upstreams connected");
+    }
+}
+
+/// The state table, and a line for each upstream not connected since the start (the table
+/// knows servers by their tools, and those have none yet).
+fn state(client: &McpClient) -> String {
+    let mut out = client.expeditor().state_table().to_string();
+    for (server, why) in client.unconnected() {
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(&format!(
+            "Server {server}: DOWN since start — {why} (its tools not known yet)"
+        ));
+    }
+    out
 }
 
 fn add_upstream(
@@ -559,7 +608,7 @@ fn spawn_state_on_signal(client: McpClient) {
             return;
         };
         while usr1.recv().await.is_some() {
-            eprintln!("{}", client.expeditor().state_table());
+            eprintln!("{}", state(&client));
         }
     });
     #[cfg(not(unix))]

@@ -39,9 +39,6 @@ const PASS_DEADLINE: Duration = Duration::from_secs(60);
 pub struct Shared {
     pub client: McpClient,
     pub implementation: Implementation,
-    pub instructions: Option<String>,
-    /// The union of the upstreams' capabilities, and tools.
-    pub capabilities: ServerCapabilities,
     pub downstream: Arc<Downstream>,
     owners: Mutex<Owners>,
     /// Per upstream, how long a passed-through request may take.
@@ -67,13 +64,9 @@ impl Shared {
         downstream: Arc<Downstream>,
         deadlines: HashMap<String, Duration>,
     ) -> Self {
-        let capabilities = union(&client);
-        let instructions = instructions(&client);
         Shared {
             implementation: Implementation::new(name, env!("CARGO_PKG_VERSION")),
             client,
-            instructions,
-            capabilities,
             downstream,
             owners: Mutex::default(),
             deadlines,
@@ -128,6 +121,38 @@ impl Shared {
                 None,
             )),
         }
+    }
+
+    /// `request` to each upstream of `route` in turn until one answers: its answer, else the
+    /// last one's error (`what` is not supported, for an empty route). With `cancel`, the
+    /// client cancelling its request ends the wait.
+    async fn first_answer<T, F, Fut>(
+        &self,
+        route: Vec<(String, Peer<RoleClient>)>,
+        what: &str,
+        cancel: Option<&RequestContext<RoleServer>>,
+        request: F,
+    ) -> Result<T, ErrorData>
+    where
+        F: Fn(Peer<RoleClient>) -> Fut,
+        Fut: Future<Output = Result<T, ServiceError>>,
+    {
+        let mut last = None;
+        for (server, peer) in route {
+            let answer = self.pass(&server, request(peer));
+            let answer = match cancel {
+                Some(context) => tokio::select! {
+                    answer = answer => answer,
+                    () = context.ct.cancelled() => return Err(ErrorData::internal_error("cancelled", None)),
+                },
+                None => answer.await,
+            };
+            match answer {
+                Ok(value) => return Ok(value),
+                Err(error) => last = Some(error),
+            }
+        }
+        Err(last.unwrap_or_else(|| method_not_found(what)))
     }
 
     /// The upstreams to ask for `uri`: its owner when one listed it (or a template
@@ -296,10 +321,10 @@ fn method_not_found(what: &str) -> ErrorData {
 
 impl ServerHandler for Guard {
     fn get_info(&self) -> ServerConfig {
-        let config = ServerConfig::new(self.shared.capabilities.clone())
+        let config = ServerConfig::new(union(&self.shared.client))
             .with_server_info(self.shared.implementation.clone());
-        match &self.shared.instructions {
-            Some(text) => config.with_instructions(text.clone()),
+        match instructions(&self.shared.client) {
+            Some(text) => config.with_instructions(text),
             None => config,
         }
     }
@@ -311,9 +336,10 @@ impl ServerHandler for Guard {
     ) -> Result<InitializeResult, ErrorData> {
         let peer = context.peer.clone();
         let mut result = ServerHandler::initialize(&self.tools, request, context).await?;
-        result.capabilities = self.shared.capabilities.clone();
+        // Made at each start of a session: an upstream that came up since adds its own.
+        result.capabilities = union(&self.shared.client);
         result.server_info = self.shared.implementation.clone();
-        result.instructions.clone_from(&self.shared.instructions);
+        result.instructions = instructions(&self.shared.client);
         // The latest client is the one the upstreams' own requests go to.
         self.shared.downstream.attach(peer);
         Ok(result)
@@ -435,24 +461,12 @@ impl ServerHandler for Guard {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let route = self.shared.resource_route(&request.uri);
-        if route.is_empty() {
-            return Err(method_not_found("resources"));
-        }
-        let mut last = None;
-        for (server, peer) in route {
-            let read = self
-                .shared
-                .pass(&server, peer.read_resource_once(request.clone()));
-            let answer = tokio::select! {
-                answer = read => answer,
-                () = context.ct.cancelled() => return Err(ErrorData::internal_error("cancelled", None)),
-            };
-            match answer {
-                Ok(response) => return Ok(response),
-                Err(error) => last = Some(error),
-            }
-        }
-        Err(last.unwrap_or_else(|| method_not_found("resources")))
+        self.shared
+            .first_answer(route, "resources", Some(&context), |peer| {
+                let request = request.clone();
+                async move { peer.read_resource_once(request).await }
+            })
+            .await
     }
 
     async fn subscribe(
@@ -460,18 +474,13 @@ impl ServerHandler for Guard {
         request: SubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let mut last = None;
-        for (server, peer) in self.shared.resource_route(&request.uri) {
-            match self
-                .shared
-                .pass(&server, peer.subscribe(request.clone()))
-                .await
-            {
-                Ok(()) => return Ok(()),
-                Err(error) => last = Some(error),
-            }
-        }
-        Err(last.unwrap_or_else(|| method_not_found("resources/subscribe")))
+        let route = self.shared.resource_route(&request.uri);
+        self.shared
+            .first_answer(route, "resources/subscribe", None, |peer| {
+                let request = request.clone();
+                async move { peer.subscribe(request).await }
+            })
+            .await
     }
 
     async fn unsubscribe(
@@ -479,18 +488,13 @@ impl ServerHandler for Guard {
         request: UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let mut last = None;
-        for (server, peer) in self.shared.resource_route(&request.uri) {
-            match self
-                .shared
-                .pass(&server, peer.unsubscribe(request.clone()))
-                .await
-            {
-                Ok(()) => return Ok(()),
-                Err(error) => last = Some(error),
-            }
-        }
-        Err(last.unwrap_or_else(|| method_not_found("resources/unsubscribe")))
+        let route = self.shared.resource_route(&request.uri);
+        self.shared
+            .first_answer(route, "resources/unsubscribe", None, |peer| {
+                let request = request.clone();
+                async move { peer.unsubscribe(request).await }
+            })
+            .await
     }
 
     async fn list_prompts(
@@ -526,21 +530,12 @@ impl ServerHandler for Guard {
             .into_iter()
             .filter(|(s, _)| owner.as_ref().is_none_or(|o| o == s))
             .collect();
-        let mut last = None;
-        for (server, peer) in route {
-            let get = self
-                .shared
-                .pass(&server, peer.get_prompt_once(request.clone()));
-            let answer = tokio::select! {
-                answer = get => answer,
-                () = context.ct.cancelled() => return Err(ErrorData::internal_error("cancelled", None)),
-            };
-            match answer {
-                Ok(response) => return Ok(response),
-                Err(error) => last = Some(error),
-            }
-        }
-        Err(last.unwrap_or_else(|| method_not_found("prompts")))
+        self.shared
+            .first_answer(route, "prompts", Some(&context), |peer| {
+                let request = request.clone();
+                async move { peer.get_prompt_once(request).await }
+            })
+            .await
     }
 
     async fn complete(
@@ -563,18 +558,12 @@ impl ServerHandler for Guard {
             .into_iter()
             .filter(|(s, _)| owner.as_ref().is_none_or(|o| o == s))
             .collect();
-        let mut last = None;
-        for (server, peer) in route {
-            match self
-                .shared
-                .pass(&server, peer.complete(request.clone()))
-                .await
-            {
-                Ok(result) => return Ok(result),
-                Err(error) => last = Some(error),
-            }
-        }
-        Err(last.unwrap_or_else(|| method_not_found("completion")))
+        self.shared
+            .first_answer(route, "completion", None, |peer| {
+                let request = request.clone();
+                async move { peer.complete(request).await }
+            })
+            .await
     }
 
     async fn set_level(

@@ -1,10 +1,16 @@
 //! An rmcp client for the tests that drive our MCP servers: it reports every
 //! `notifications/tools/list_changed`, and helpers read a `tools/call` result's text and
-//! `_meta`. Included by path: `#[path = "common/mcp_client.rs"] mod mcp_client;`.
+//! `_meta`; for the tests that drive our `McpClient`, the log of its expeditor's events (a
+//! server going down and coming back) and a tool's state. Included by path:
+//! `#[path = "common/mcp_client.rs"] mod mcp_client;`.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agent_circuit_breaker::CircuitState;
+use agent_circuit_breaker::event::Event;
 use agent_circuit_breaker::mcp::rmcp;
+use agent_circuit_breaker::mcp::{McpClient, McpClientBuilder};
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
 use rmcp::service::{MaybeSendFuture, NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient};
@@ -84,4 +90,35 @@ pub async fn list_changed(changes: &mut UnboundedReceiver<()>) {
         .await
         .expect("notifications/tools/list_changed within 10 s")
         .expect("the client is still connected");
+}
+
+/// Every event an `McpClient`'s expeditor emits, once [`attach`](Log::attach)ed to its
+/// builder.
+#[derive(Clone, Default)]
+pub struct Log(pub Arc<Mutex<Vec<Event>>>);
+
+impl Log {
+    pub fn events(&self) -> Vec<Event> {
+        self.0.lock().unwrap().clone()
+    }
+
+    /// The servers going down and coming back, in order.
+    pub fn server_events(&self) -> Vec<Event> {
+        self.events()
+            .into_iter()
+            .filter(|e| matches!(e, Event::ServerDown { .. } | Event::ServerUp { .. }))
+            .collect()
+    }
+
+    /// `builder`, its expeditor observed by this log.
+    pub fn attach(&self, builder: McpClientBuilder) -> McpClientBuilder {
+        let log = Arc::clone(&self.0);
+        builder.expeditor(move |b| b.observer(move |e: &Event| log.lock().unwrap().push(e.clone())))
+    }
+}
+
+/// The circuit state of `tool` of `client`.
+pub fn state(client: &McpClient, tool: &str) -> CircuitState {
+    let e = client.expeditor();
+    e.state(e.tool(tool).expect("a tool")).expect("a state")
 }

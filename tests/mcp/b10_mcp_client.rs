@@ -22,10 +22,17 @@
 
 #[path = "../common/examples.rs"]
 mod examples;
+#[path = "../common/mcp_client.rs"]
+#[allow(
+    dead_code,
+    reason = "shared by the MCP tests; not every helper is used in each"
+)]
+mod mcp_client;
 
 use std::path::PathBuf;
 
 use examples::example_binary;
+use mcp_client::{Log, state};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -218,28 +225,6 @@ capability_map:
     threshold: 2
 "#;
 
-/// Every event the expeditor emits.
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<Event>>>);
-
-impl Log {
-    fn events(&self) -> Vec<Event> {
-        self.0.lock().unwrap().clone()
-    }
-
-    fn server_events(&self) -> Vec<Event> {
-        self.events()
-            .into_iter()
-            .filter(|e| matches!(e, Event::ServerDown { .. } | Event::ServerUp { .. }))
-            .collect()
-    }
-
-    fn attach(&self, builder: McpClientBuilder) -> McpClientBuilder {
-        let log = Arc::clone(&self.0);
-        builder.expeditor(move |b| b.observer(move |e: &Event| log.lock().unwrap().push(e.clone())))
-    }
-}
-
 struct Setup {
     client: McpClient,
     docs: Arc<GuardedDocs>,
@@ -271,11 +256,6 @@ async fn setup(configure: impl FnOnce(McpClientBuilder) -> McpClientBuilder) -> 
         wiki_server,
         log,
     }
-}
-
-fn state(client: &McpClient, tool: &str) -> CircuitState {
-    let e = client.expeditor();
-    e.state(e.tool(tool).expect("a tool")).expect("a state")
 }
 
 fn failures(client: &McpClient, tool: &str) -> u32 {
@@ -1387,4 +1367,98 @@ async fn killing_a_child_server_is_one_server_down_and_the_probe_spawns_it_again
 
     client.shutdown().await;
     let _ = std::fs::remove_dir_all(&root);
+}
+
+// ---------------------------------------------------------------------------------------
+// A server that does not answer when the client is built.
+
+/// An overlay with an entry for a tool of `wiki`, which is down when the client is built.
+const LATE_OVERLAY: &str = r#"
+capability_map:
+  - tool: search_wiki
+    provides: search of the team wiki
+    alternatives:
+      - tool: search_docs
+        method: "search the documentation instead"
+        degradation: "the documentation, not the wiki"
+    fallback: "ask the user what the wiki says"
+"#;
+
+/// A server made `optional` that refuses at build: the client starts with the other, names
+/// it `unconnected`, and the health pass connects it once it answers; its tools then join the
+/// definitions with the overlay's entry for them. Not optional, it makes `build` fail; an
+/// `optional` naming no server is a configuration error with "did you mean".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b17_an_optional_server_down_at_build_joins_when_the_health_pass_reaches_it() {
+    let docs = Arc::new(GuardedDocs::new(Docs::default()));
+    let wiki = Arc::new(GuardedWiki::new(Wiki::default()));
+    let (docs_server, wiki_server) = (InProcess::new(), InProcess::new());
+    wiki_server.down.store(true, Ordering::SeqCst);
+    let builder = || {
+        let overlay: CapabilityMap = serde_yaml_ng::from_str(LATE_OVERLAY).expect("YAML");
+        let builder = McpClient::builder().overlay(overlay);
+        let builder = serve_in_process(builder, "docs", Arc::clone(&docs), &docs_server);
+        serve_in_process(builder, "wiki", Arc::clone(&wiki), &wiki_server)
+    };
+
+    let error = builder().build().await.expect_err("wiki is required");
+    assert!(
+        matches!(&error, McpClientError::Connect { server, .. } if server == "wiki"),
+        "{error}"
+    );
+    let error = builder()
+        .optional("wik")
+        .build()
+        .await
+        .expect_err("no such server");
+    assert!(
+        error.to_string().contains("did you mean `wiki`?"),
+        "{error}"
+    );
+
+    let client = builder()
+        .optional("wiki")
+        .check_every(Duration::from_millis(20))
+        .build()
+        .await
+        .expect("built without wiki");
+    assert_eq!(
+        client.unconnected(),
+        [(
+            "wiki".to_owned(),
+            "the transport could not be made: wiki refuses connections".to_owned()
+        )]
+    );
+    assert_eq!(client.is_connected("wiki"), Some(false));
+    let names = |client: &McpClient| -> Vec<String> {
+        client.definitions().into_iter().map(|d| d.name).collect()
+    };
+    assert_eq!(names(&client), ["search_docs", "read_doc", "slow_doc"]);
+    let reply = client
+        .call("search_docs", json!({ "query": "deploy" }))
+        .await;
+    assert!(!reply.is_error(), "{reply:?}");
+
+    wiki_server.down.store(false, Ordering::SeqCst);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !names(&client).contains(&"search_wiki".to_owned()) {
+        assert!(Instant::now() < deadline, "wiki never joined");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(client.unconnected().is_empty());
+    assert_eq!(client.is_connected("wiki"), Some(true));
+    let e = client.expeditor();
+    let map = e.capability_map();
+    let spec = map
+        .tools()
+        .iter()
+        .find(|s| s.name() == "search_wiki")
+        .expect("search_wiki in the map");
+    assert_eq!(spec.provides(), "search of the team wiki");
+    assert_eq!(spec.fallback(), "ask the user what the wiki says");
+    assert_eq!(spec.alternatives()[0].tool(), "search_docs");
+    let reply = client
+        .call("search_wiki", json!({ "query": "deploy" }))
+        .await;
+    assert!(!reply.is_error(), "{reply:?}");
 }

@@ -26,8 +26,8 @@ mod notes;
 
 use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agent_circuit_breaker::clock::{ManualClock, Timestamp};
@@ -42,7 +42,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Value, json};
 use tokio::sync::mpsc::unbounded_channel;
 
-use mcp_client::{Client, Watcher, call, list_changed, listed, meta, text};
+use mcp_client::{Client, Log, Watcher, call, list_changed, listed, meta, state, text};
 use notes::{GuardedNotebook, Notebook};
 
 /// rmcp's client transport on reqwest. reqwest is built without a crypto provider of its own
@@ -413,40 +413,19 @@ async fn serve_remote(toolbox: &Arc<GuardedRemote>, options: HttpOptions) -> Htt
         .expect("served")
 }
 
-/// Every event the client's expeditor emits.
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<Event>>>);
-
-impl Log {
-    fn server_events(&self) -> Vec<Event> {
-        self.0
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|e| matches!(e, Event::ServerDown { .. } | Event::ServerUp { .. }))
-            .cloned()
-            .collect()
-    }
-}
-
-fn state(client: &McpClient, tool: &str) -> CircuitState {
-    let e = client.expeditor();
-    e.state(e.tool(tool).expect("a tool")).expect("a state")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn b17_a_url_server_down_is_one_event_and_check_reconnects_when_it_is_back() {
     let toolbox = Arc::new(GuardedRemote::new(Remote::default()));
     let server = serve_remote(&toolbox, HttpOptions::new()).await;
     let addr = server.local_addr();
     let log = Log::default();
-    let events = Arc::clone(&log.0);
     let policy = Policy::builder()
         .probe_unit(ProbeUnit::Steps)
         .probe_every(2)
         .build()
         .unwrap();
-    let client = McpClient::builder()
+    let client = log
+        .attach(McpClient::builder())
         .url_with(
             "remote",
             server.url(),
@@ -455,7 +434,6 @@ async fn b17_a_url_server_down_is_one_event_and_check_reconnects_when_it_is_back
         .policy(policy)
         .health_ttl(Duration::from_millis(100))
         .connect_timeout(Duration::from_secs(5))
-        .expeditor(move |b| b.observer(move |e: &Event| events.lock().unwrap().push(e.clone())))
         .build()
         .await
         .expect("connected over HTTP");
@@ -543,11 +521,10 @@ async fn b17_a_deadline_over_http_is_the_tools_timeout_not_an_outage() {
     let toolbox = Arc::new(GuardedRemote::new(Remote::default()));
     let server = serve_remote(&toolbox, HttpOptions::new()).await;
     let log = Log::default();
-    let events = Arc::clone(&log.0);
-    let client = McpClient::builder()
+    let client = log
+        .attach(McpClient::builder())
         .url("remote", server.url())
         .deadline_for("remote", Duration::from_millis(200))
-        .expeditor(move |b| b.observer(move |e: &Event| events.lock().unwrap().push(e.clone())))
         .build()
         .await
         .expect("connected over HTTP");
@@ -714,11 +691,10 @@ async fn b17_a_call_in_flight_when_the_server_stops_is_the_server_unreachable() 
     let toolbox = Arc::new(GuardedRemote::new(Remote::default()));
     let server = serve_remote(&toolbox, HttpOptions::new()).await;
     let log = Log::default();
-    let events = Arc::clone(&log.0);
-    let client = McpClient::builder()
+    let client = log
+        .attach(McpClient::builder())
         .url("remote", server.url())
         .deadline(Duration::from_secs(20))
-        .expeditor(move |b| b.observer(move |e: &Event| events.lock().unwrap().push(e.clone())))
         .build()
         .await
         .expect("connected over HTTP");

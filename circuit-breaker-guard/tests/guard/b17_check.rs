@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::common::{run_guard, scratch, upstream};
+use crate::common::{run_config, run_guard, scratch, upstream};
 
 #[test]
 fn b17_check_summarises_a_good_config() {
@@ -144,15 +144,18 @@ telemetry:
 }
 
 #[test]
-fn b17_an_upstream_that_speaks_garbage_or_never_answers_is_a_clear_error() {
+fn b17_a_required_upstream_that_speaks_garbage_or_never_answers_is_a_clear_error() {
     for (flavor, expected) in [
-        ("garbage", "MCP server `junk` could not be connected"),
+        (
+            "garbage",
+            "upstream junk is `required: true` and could not be started",
+        ),
         ("silent", "no answer to initialize within 2s"),
     ] {
         let dir = scratch(flavor);
         let path = dir.join("guard.yaml");
         let text = format!(
-            "upstreams:\n{}{}health:\n  connect_timeout: 2s\n",
+            "upstreams:\n{}{}    required: true\nhealth:\n  connect_timeout: 2s\n",
             upstream(&dir, "beta", "beta"),
             upstream(&dir, "junk", flavor)
         );
@@ -165,4 +168,26 @@ fn b17_an_upstream_that_speaks_garbage_or_never_answers_is_a_clear_error() {
         assert!(err.contains(expected), "{flavor}: {err}");
         assert!(!err.contains("panicked"), "{flavor}: {err}");
     }
+}
+
+#[test]
+fn b17_check_names_the_overlays_servers_when_no_upstream_is_named() {
+    let path = scratch("unnamed").join("guard.yaml");
+    let overlay = "overlay:\n  capability_map: []\n  servers:\n    - server: files\n";
+    let text = format!("upstreams:\n  - command: mcp-files\n{overlay}");
+    let (code, _, err) = run_config(&path, &text, &["--check"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("missing field `name`"), "{err}");
+    assert!(
+        err.contains(
+            "overlay.servers[0].server: server `files` is no upstream (no upstream has a `name:`)"
+        ),
+        "{err}"
+    );
+
+    // A name written with spaces around it is the name without them, here too.
+    let text = format!("upstreams:\n  - name: \" files \"\n    command: mcp-files\n{overlay}");
+    let (code, out, err) = run_config(&path, &text, &["--check"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.starts_with("ok"), "{out}");
 }

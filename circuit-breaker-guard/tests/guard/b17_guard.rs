@@ -161,3 +161,34 @@ async fn b17_a_client_leaving_mid_call_is_recorded_as_a_cancellation() {
 fn alpha_log(dir: &std::path::Path) -> String {
     std::fs::read_to_string(dir.join("alpha.log")).unwrap_or_default()
 }
+
+/// A name that is no tool is the model's mistake, answered as the reference servers answer
+/// it: a tool result with `isError` the model reads (naming the tool it likely meant), not
+/// a JSON-RPC error, which clients take for a broken connection. Nothing reaches an upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b17_a_call_to_a_name_that_is_no_tool_is_an_is_error_result() {
+    let dir = scratch("no-tool");
+    let guard = start(&dir, &two_upstreams(&dir)).await;
+    let params = agent_circuit_breaker::mcp::rmcp::model::CallToolRequestParams::new("read_fil")
+        .with_arguments(serde_json::Map::new());
+    let answer = guard.client.call_tool(params).await;
+    let result = match answer {
+        Ok(result) => result,
+        Err(error) => panic!("a JSON-RPC error instead of a tool result: {error}"),
+    };
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    assert!(text(&result).contains("read_file"), "{result:?}");
+    assert_eq!(
+        guard_meta(&result)["outcome"],
+        "model_mistake",
+        "{result:?}"
+    );
+    assert!(
+        !alpha_log(&dir).contains("read_fil "),
+        "{}",
+        alpha_log(&dir)
+    );
+    // The session is still good for the next call.
+    let read = guard.call("read_file", json!({ "path": "a.txt" })).await;
+    assert_eq!(text(&read), "contents of a.txt from alpha");
+}

@@ -307,3 +307,12 @@ pub fn run_guard(args: &[&str], limit: Duration) -> (Option<i32>, String, String
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
 }
+
+/// Writes `text` as the config at `path`, then runs the guard on it (with `args` after
+/// `--config PATH`) to its end: its exit code, stdout and stderr.
+pub fn run_config(path: &Path, text: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    std::fs::write(path, text).expect("the config written");
+    let mut all = vec!["--config", path.to_str().expect("a UTF-8 path")];
+    all.extend_from_slice(args);
+    run_guard(&all, Duration::from_secs(30))
+}

@@ -19,6 +19,8 @@ pub mod b17_otel;
 pub mod b17_pass_through;
 #[path = "b17_relay.rs"]
 pub mod b17_relay;
+#[path = "b17_startup.rs"]
+pub mod b17_startup;
 #[path = "common.rs"]
 pub mod common;
 #[path = "upstream.rs"]

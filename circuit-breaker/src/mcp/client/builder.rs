@@ -15,17 +15,18 @@ use super::connect::{
     ConnectFuture, Connected, Connector, Server, ServerCommand, Spawn, connect_all,
 };
 use super::health::spawn_checks;
+use super::late::Pending;
 use super::lifecycle::Listing;
 use super::overlay::run_time_map;
 use super::relay::{Relay, Relayed};
-use super::tools::{Entry, Tools};
+use super::tools::{Entry, Listed, Tools};
 use super::{
     DEFAULT_CALLER_ERRORS, DEFAULT_CONNECT_TIMEOUT, DEFAULT_DEADLINE, DEFAULT_HEALTH_TTL,
-    DEFAULT_PING_TIMEOUT, Inner, McpClient, McpClientError, OverlayProblem,
+    DEFAULT_PING_TIMEOUT, Inner, McpClient, McpClientError, OverlayProblem, lock,
 };
 use crate::Availability;
 use crate::Policy;
-use crate::capability::{CapabilityMap, ServerSpec, did_you_mean};
+use crate::capability::{CapabilityMap, MapError, MapErrors, ServerSpec, did_you_mean};
 use crate::expeditor::{Expeditor, ExpeditorBuilder};
 
 struct ServerConfig {
@@ -56,6 +57,7 @@ pub struct McpClientBuilder {
     check_every: Option<Duration>,
     relay: Option<Arc<dyn Relay>>,
     initialize_only: Vec<String>,
+    optional: Vec<String>,
 }
 
 impl Default for McpClientBuilder {
@@ -74,6 +76,7 @@ impl Default for McpClientBuilder {
             check_every: None,
             relay: None,
             initialize_only: Vec::new(),
+            optional: Vec::new(),
         }
     }
 }
@@ -366,6 +369,24 @@ impl McpClientBuilder {
         self
     }
 
+    /// Lets `server` be down when the client is built: if it cannot be started or connected
+    /// (a command not found, a process that exits or speaks no MCP, no answer to
+    /// `initialize`, a URL refusing connections), [`build`](Self::build) succeeds with the
+    /// other servers and this one is down from the start ([`McpClient::unconnected`]). The
+    /// health pass ([`check`](McpClient::check), [`check_every`](Self::check_every)) tries it
+    /// again with a backoff; once it answers, its tools join the definitions (an
+    /// [`McpServer`](crate::mcp::McpServer) proxy's clients are told `list_changed`), with
+    /// what the overlay says of them. Overlay entries naming tools no server lists are then
+    /// no error of `build`: they wait for a server to list them, and are logged as warnings
+    /// once every server has been connected. An alternative naming a tool of such a server
+    /// is not routed to (its tool was unknown when the map was made).
+    ///
+    /// Every server is required unless made optional: one that fails makes `build` fail.
+    pub fn optional(mut self, server: impl Into<String>) -> Self {
+        self.optional.push(server.into());
+        self
+    }
+
     /// Hands what the servers send besides tool changes (sampling, elicitation and roots
     /// requests, log messages, progress, resource and prompt changes) to `relay`, and tells
     /// the servers the client supports what the relay's capabilities say. Without one,
@@ -393,15 +414,13 @@ impl McpClientBuilder {
                 problems.push(format!("server `{}`: {problem}", server.name));
             }
         }
-        let referenced = self
-            .deadlines
-            .iter()
-            .map(|(server, _)| ("deadline_for", server))
-            .chain(self.initialize_only.iter().map(|s| ("initialize_only", s)));
-        for (method, server) in referenced {
+        let settings = self.deadlines.iter().map(|(s, _)| ("deadline_for", s));
+        let settings = settings.chain(self.optional.iter().map(|s| ("optional", s)));
+        let settings = settings.chain(self.initialize_only.iter().map(|s| ("initialize_only", s)));
+        for (setting, server) in settings {
             if !self.servers.iter().any(|s| s.name == *server) {
                 let names = self.servers.iter().map(|s| s.name.as_str());
-                let mut problem = format!("{method} names `{server}`, which is no server");
+                let mut problem = format!("{setting} names `{server}`, which is no server");
                 if let Some(s) = did_you_mean(server, names) {
                     let _ = write!(problem, "; did you mean `{s}`?");
                 }
@@ -475,16 +494,24 @@ impl McpClientBuilder {
                     caller_errors,
                     relay: self.relay.clone(),
                     listing,
+                    pending: Mutex::new(None),
                 })
             })
             .collect();
-        let listings = connect_all(&servers, self.connect_timeout, self.qualify.as_deref()).await?;
-        let mut specs = run_time_map(&servers, listings, self.overlay.as_ref())?;
+        let first_retry = self.check_every.unwrap_or(self.health_ttl);
+        let qualify = self.qualify.as_deref();
+        let results = connect_all(&servers, self.connect_timeout, qualify).await;
+        let listings = first_listings(&servers, results, &self.optional, first_retry)?;
+        let deferring = servers.iter().any(|s| lock(&s.pending).is_some());
+        let (mut specs, deferred) =
+            run_time_map(&servers, listings, self.overlay.as_ref(), deferring)?;
         let map = specs
             .iter()
             .fold(CapabilityMap::new(), |map, (_, _, spec)| {
                 map.tool(spec.clone())
             });
+        // While a server is not connected, alternatives may name its tools.
+        let checked = deferring && unresolved_alternatives(&map)?;
         let mut builder = Expeditor::builder(map);
         if let Some(policy) = self.policy {
             builder = builder.policy(policy);
@@ -492,7 +519,11 @@ impl McpClientBuilder {
         for configure in self.configure {
             builder = configure(builder);
         }
-        let expeditor = builder.build().map_err(McpClientError::Map)?;
+        let expeditor = if checked {
+            builder.build_checked()
+        } else {
+            builder.build().map_err(McpClientError::Map)?
+        };
 
         let mut table = Tools::default();
         for (server, tool, _) in specs.drain(..) {
@@ -511,9 +542,14 @@ impl McpClientBuilder {
             health_ttl: self.health_ttl,
             ping_timeout: self.ping_timeout,
             connect_timeout: self.connect_timeout,
+            check_every: self.check_every,
+            deferred: Mutex::new(deferred),
         });
         for server in &inner.servers {
             let _ = server.client.set(Arc::downgrade(&inner));
+            if lock(&server.pending).is_some() {
+                continue;
+            }
             // Connected, initialized and listed: the server's first health check passed.
             server.set_health(None);
             inner
@@ -527,4 +563,52 @@ impl McpClientBuilder {
         }
         Ok(McpClient { inner })
     }
+}
+
+/// While a server is not connected: whether the map's only problems are alternatives naming
+/// tools no server lists (they may be that server's), each logged; they keep their place
+/// and are not routed to. Any other problem is the error.
+fn unresolved_alternatives(map: &CapabilityMap) -> Result<bool, McpClientError> {
+    let Err(MapErrors(errors)) = map.validate() else {
+        return Ok(false);
+    };
+    let (unknown, other): (Vec<MapError>, Vec<MapError>) = errors
+        .into_iter()
+        .partition(|e| matches!(e, MapError::UnknownAlternative { .. }));
+    if !other.is_empty() {
+        return Err(McpClientError::Map(MapErrors(other)));
+    }
+    for error in unknown {
+        tracing::warn!(%error, "an alternative naming no tool of the servers connected: not routed to");
+    }
+    Ok(true)
+}
+
+/// The listings of the first connections. An optional server that failed is not connected
+/// yet (listed as nothing, tried again by the health pass after `first_retry`); any other's
+/// failure is the error.
+fn first_listings(
+    servers: &[Arc<Server>],
+    results: Vec<Result<Vec<Listed>, String>>,
+    optional: &[String],
+    first_retry: Duration,
+) -> Result<Vec<Vec<Listed>>, McpClientError> {
+    let mut listings = Vec::with_capacity(servers.len());
+    for (server, result) in servers.iter().zip(results) {
+        match result {
+            Ok(listing) => listings.push(listing),
+            Err(message) if optional.contains(&server.name) => {
+                tracing::debug!(server = %server.name, %message, "MCP server not connected: down until it answers");
+                *lock(&server.pending) = Some(Pending::new(message, first_retry));
+                listings.push(Vec::new());
+            }
+            Err(message) => {
+                return Err(McpClientError::Connect {
+                    server: server.name.clone(),
+                    message,
+                });
+            }
+        }
+    }
+    Ok(listings)
 }

@@ -15,10 +15,11 @@ use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientCacheConfig, ClientHandler, Peer, RoleClient};
 
 use super::health::Health;
+use super::late::Pending;
 use super::lifecycle::{Listing, listen_for_changes};
 use super::relay::{Relay, Relayed};
 use super::tools::{Listed, listed_tools};
-use super::{Inner, McpClientError, human, lock};
+use super::{Inner, human, lock};
 use crate::{Failure, FailureCategory};
 
 /// A new connection made: the running service and, for a child process, its pid.
@@ -164,6 +165,9 @@ pub(super) struct Server {
     pub(super) relay: Option<Arc<dyn Relay>>,
     /// How its connections start, and until when its tool list is fresh (B17, R6).
     pub(super) listing: Listing,
+    /// Not connected since the client was built (an optional server that did not answer):
+    /// why, and when to try again.
+    pub(super) pending: Mutex<Option<Pending>>,
 }
 
 impl Server {
@@ -247,6 +251,7 @@ impl Server {
             broken: false,
         });
         drop(old);
+        *lock(&self.pending) = None;
         listen_for_changes(self, &peer, generation);
         Ok(tools)
     }
@@ -275,12 +280,13 @@ impl Inner {
     }
 }
 
-/// Connects every server at once; their listings, in the builder's order.
+/// Connects every server at once; each one's listing or why it could not be connected, in
+/// the builder's order.
 pub(super) async fn connect_all(
     servers: &[Arc<Server>],
     timeout: Duration,
     qualify: Option<&str>,
-) -> Result<Vec<Vec<Listed>>, McpClientError> {
+) -> Vec<Result<Vec<Listed>, String>> {
     let tasks: Vec<_> = servers
         .iter()
         .map(|server| {
@@ -289,23 +295,11 @@ pub(super) async fn connect_all(
         })
         .collect();
     let mut listings = Vec::with_capacity(servers.len());
-    let mut failed = None;
     for (server, task) in servers.iter().zip(tasks) {
         let result = task
             .await
             .unwrap_or_else(|e| Err(format!("connecting panicked: {e}")));
-        match result {
-            Ok(tools) => listings.push(listed_tools(qualify, &server.name, &tools)),
-            Err(message) => {
-                failed.get_or_insert(McpClientError::Connect {
-                    server: server.name.clone(),
-                    message,
-                });
-            }
-        }
+        listings.push(result.map(|tools| listed_tools(qualify, &server.name, &tools)));
     }
-    match failed {
-        Some(error) => Err(error),
-        None => Ok(listings),
-    }
+    listings
 }

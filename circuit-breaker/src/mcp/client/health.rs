@@ -165,7 +165,11 @@ impl Inner {
         let mut up = Vec::new();
         for server in &self.servers {
             let name = server.name.as_str();
-            if self.is_down(name) {
+            if server.pending_reason().is_some() {
+                if self.connect_late(server).await {
+                    up.push(name.to_owned());
+                }
+            } else if self.is_down(name) {
                 // Due by the policy (steps, refused attempts), and at least once per health
                 // TTL whatever the callers do (a proxy's make neither).
                 if !self

@@ -4,6 +4,7 @@
 //! This file holds the public [`McpClient`] and the state its clones share; the rest is
 //! one concern a file: `builder` (the servers and settings, and `build`), `connect`
 //! (connections, made again on reconnect), `health` (health checks and the health pass),
+//! `late` (servers that did not answer when the client was built),
 //! `call` (a guarded call by name), `arguments` (a model's arguments against a tool's schema), `classify` (what a call came back with), `tools` (the
 //! listed tools as the client shows them), `overlay` (the run-time map and its overlay) and
 //! `error`.
@@ -15,6 +16,7 @@ mod classify;
 mod connect;
 mod error;
 mod health;
+mod late;
 mod lifecycle;
 mod overlay;
 mod passthrough;
@@ -77,6 +79,11 @@ struct Inner {
     health_ttl: Duration,
     ping_timeout: Duration,
     connect_timeout: Duration,
+    /// The background health pass's interval, if it runs.
+    check_every: Option<Duration>,
+    /// The overlay's entries naming a tool no server listed when the client was built, while
+    /// a server was not connected: applied when a server lists the tool.
+    deferred: Mutex<Vec<crate::capability::ToolSpec>>,
 }
 
 impl Inner {
@@ -168,6 +175,19 @@ impl McpClient {
         Some(!self.inner.server(server)?.needs_reconnect())
     }
 
+    /// The servers not connected since [`build`](McpClientBuilder::build) — an
+    /// [`optional`](McpClientBuilder::optional) one that did not answer, and has not since —
+    /// each with why its last attempt failed, in the builder's order. The health pass tries
+    /// them again ([`check`](Self::check), [`check_every`](McpClientBuilder::check_every));
+    /// once one answers, its tools join the definitions.
+    pub fn unconnected(&self) -> Vec<(String, String)> {
+        self.inner
+            .servers
+            .iter()
+            .filter_map(|s| Some((s.name.clone(), s.pending_reason()?)))
+            .collect()
+    }
+
     /// How many connections to the server were made so far: 1 after
     /// [`build`](McpClientBuilder::build), one more per reconnect.
     pub fn connections(&self, server: &str) -> Option<u64> {
@@ -191,7 +211,11 @@ impl McpClient {
     /// connection is gone, pinged, and the result recorded
     /// ([`Expeditor::record_server_probe`]: reached, its tools are CLOSED at once); a
     /// server that is up and whose last check is older than the health TTL is pinged.
-    /// Nothing here is charged to the budget. Returns the servers brought back up.
+    /// Nothing here is charged to the budget. A server not connected since the client was
+    /// built ([`unconnected`](Self::unconnected)) is connected when its retry is due: the
+    /// first after the pass's interval, each next one twice as late, up to the policy's
+    /// [`cool_down_cap`](crate::policy::Policy::cool_down_cap). Returns the servers brought
+    /// back up (or up for the first time).
     ///
     /// Run it between the agent's steps, or let the client run it in the background
     /// ([`check_every`](McpClientBuilder::check_every)). A down server is due by the

@@ -36,7 +36,7 @@ pub(super) fn default_spec(name: &str, server: &str, description: &str) -> ToolS
 /// probe interval, caches, caller errors, timeout. An empty text or list of alternatives in
 /// the overlay keeps the base's; an empty list of caller errors is kept (everything is the
 /// tool's).
-fn merge(base: &ToolSpec, overlay: &ToolSpec) -> ToolSpec {
+pub(super) fn merge(base: &ToolSpec, overlay: &ToolSpec) -> ToolSpec {
     let text = |o: &str, b: &str| {
         if o.trim().is_empty() {
             b.to_owned()
@@ -77,12 +77,18 @@ fn merge(base: &ToolSpec, overlay: &ToolSpec) -> ToolSpec {
     spec.build()
 }
 
-/// The run-time map (B6): every listed tool with its default spec, then the overlay.
+/// The specs of the run-time map, each with its server's index and its listing.
+pub(super) type Specs = Vec<(usize, Listed, ToolSpec)>;
+
+/// The run-time map (B6): every listed tool with its default spec, then the overlay. With
+/// `deferring` (a server is not connected yet), an overlay entry naming no listed tool is
+/// no error but returned apart, to be applied when a server lists it.
 pub(super) fn run_time_map(
     servers: &[Arc<Server>],
     listings: Vec<Vec<Listed>>,
     overlay: Option<&CapabilityMap>,
-) -> Result<Vec<(usize, Listed, ToolSpec)>, McpClientError> {
+    deferring: bool,
+) -> Result<(Specs, Vec<ToolSpec>), McpClientError> {
     let mut owners: HashMap<&str, Vec<usize>> = HashMap::new();
     let mut order = Vec::new();
     for (index, listing) in listings.iter().enumerate() {
@@ -121,12 +127,17 @@ pub(super) fn run_time_map(
         })
         .collect();
     let Some(overlay) = overlay else {
-        return Ok(specs);
+        return Ok((specs, Vec::new()));
     };
     let mut problems = Vec::new();
+    let mut deferred = Vec::new();
     for wanted in overlay.tools() {
         let Some((index, _, spec)) = specs.iter_mut().find(|(_, t, _)| t.name == wanted.name())
         else {
+            if deferring {
+                deferred.push(wanted.clone());
+                continue;
+            }
             problems.push(OverlayProblem::UnknownTool {
                 tool: wanted.name().to_owned(),
                 suggestion: did_you_mean(wanted.name(), names.iter().map(String::as_str))
@@ -148,7 +159,7 @@ pub(super) fn run_time_map(
         *spec = merge(spec, wanted);
     }
     if problems.is_empty() {
-        Ok(specs)
+        Ok((specs, deferred))
     } else {
         Err(McpClientError::Overlay(problems))
     }

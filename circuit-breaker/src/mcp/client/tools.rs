@@ -175,8 +175,22 @@ impl Inner {
             .collect();
         let mut ids = HashMap::new();
         for tool in fresh {
-            let spec = default_spec(&tool.name, &server.name, &tool.definition.description);
-            match self.expeditor.discover(spec) {
+            let description = &tool.definition.description;
+            let spec = self.late_spec(server, &tool.name, description);
+            let found = match self.expeditor.discover(spec) {
+                Ok(id) => Ok(id),
+                Err(error) => {
+                    // The overlay's entry cannot be applied (an alternative naming no tool
+                    // yet): the tool is still offered, on its own.
+                    let base = default_spec(&tool.name, &server.name, description);
+                    let retried = self.expeditor.discover(base);
+                    if retried.is_ok() {
+                        tracing::warn!(server = %server.name, tool = %tool.name, %error, "the overlay's entry for a tool listed later is not applied");
+                    }
+                    retried
+                }
+            };
+            match found {
                 Ok(id) => {
                     ids.insert(tool.name.clone(), id);
                 }
