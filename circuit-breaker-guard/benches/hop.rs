@@ -504,7 +504,14 @@ fn signed(a: Duration, b: Duration) -> String {
 async fn paths(tools: usize, dir: &Path, proxy: &Result<PathBuf, String>) -> (Vec<Row>, Vec<Child>) {
     let mut keep = Vec::new();
     let mut rows = Vec::new();
-    let mut add = |name, chain, group, kind, client: Result<Client, String>| match client {
+    // `HOP_ONLY=guard` and the like: only the rows whose name has one of these words.
+    let only = std::env::var("HOP_ONLY").ok();
+    let wanted = |name: &str| {
+        only.as_deref()
+            .is_none_or(|only| only.split(',').any(|word| name.contains(word.trim())))
+    };
+    let mut add = |name: &'static str, chain, group, kind, client: Result<Client, String>| match client {
+        Ok(_) if !wanted(name) => {}
         Ok(client) => rows.push(Row {
             name,
             chain,
