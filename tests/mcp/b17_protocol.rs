@@ -312,7 +312,7 @@ async fn b17_client_falls_back_to_initialize_and_pings() {
 
 #[tokio::test]
 async fn b17_client_lists_again_a_list_past_its_ttl() {
-    let server = Counting::new(ProtocolVersion::V_2026_07_28, Some(300));
+    let server = Counting::new(ProtocolVersion::V_2026_07_28, Some(1_000));
     let client = server.client().await;
     assert_eq!(server.lists.load(Ordering::SeqCst), 1);
     assert!(!client.call("first", json!({})).await.is_error());
@@ -324,7 +324,7 @@ async fn b17_client_lists_again_a_list_past_its_ttl() {
 
     // A tool added without `list_changed`: found once the list is stale.
     server.tools.lock().unwrap().push("late");
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
     let reply = client.call("late", json!({})).await;
     assert!(!reply.is_error(), "{}", reply.text());
     assert_eq!(server.lists.load(Ordering::SeqCst), 2, "listed again first");
@@ -491,5 +491,26 @@ async fn b17_client_starts_with_initialize_where_told_to() {
     assert_eq!(
         error.to_string(),
         "MCP client: initialize_only names `countin`, which is no server; did you mean `counting`?"
+    );
+}
+
+#[tokio::test]
+async fn b17_client_trusts_a_list_of_ttl_zero_for_a_second_not_one_call() {
+    let server = Counting::new(ProtocolVersion::V_2026_07_28, Some(0));
+    let client = server.client().await;
+    for _ in 0..5 {
+        assert!(!client.call("first", json!({})).await.is_error());
+    }
+    assert_eq!(
+        server.lists.load(Ordering::SeqCst),
+        1,
+        "not listed again before every call"
+    );
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    assert!(!client.call("first", json!({})).await.is_error());
+    assert_eq!(
+        server.lists.load(Ordering::SeqCst),
+        2,
+        "listed again after a second"
     );
 }

@@ -25,6 +25,12 @@ use super::connect::Server;
 use super::relay::Relayed;
 use super::{Inner, human, lock};
 
+/// The least a `tools/list` answer is trusted: rmcp answers every 2026-07-28 list without a
+/// `ttlMs` of its own with `ttlMs: 0`, and a client that took that at its word would list all
+/// of a server's tools again before each call — at a thousand tools, far more work than the
+/// call.
+const MIN_FRESHNESS: Duration = Duration::from_secs(1);
+
 /// The revisions asked for by `server/discover`, newest first.
 const MODERN: [ProtocolVersion; 1] = [ProtocolVersion::V_2026_07_28];
 
@@ -122,7 +128,7 @@ impl Server {
             .map_err(|error| format!("tools/list failed: {error}"))?;
         *lock(&self.listing.fresh_until) = listed
             .ttl_ms
-            .map(|ms| Instant::now() + Duration::from_millis(ms));
+            .map(|ms| Instant::now() + Duration::from_millis(ms).max(MIN_FRESHNESS));
         Ok(listed.items)
     }
 
