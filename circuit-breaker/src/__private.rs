@@ -182,9 +182,9 @@ pub struct CallScope(Option<Box<Span>>);
 impl CallScope {
     /// Opens and enters the call's span when a subscriber may want it.
     #[inline]
-    pub fn enter(tool: &'static str) -> Self {
+    pub fn enter(tool: &'static str, name: &'static str) -> Self {
         if tracing::level_enabled!(tracing::Level::INFO) {
-            CallScope::enter_span(tool)
+            CallScope::enter_span(tool, name)
         } else {
             CallScope(None)
         }
@@ -192,8 +192,8 @@ impl CallScope {
 
     #[cold]
     #[inline(never)]
-    fn enter_span(tool: &'static str) -> Self {
-        let span = crate::telemetry::call_span(tool, "function");
+    fn enter_span(tool: &'static str, name: &'static str) -> Self {
+        let span = crate::telemetry::named_call_span(tool, name);
         if span.is_disabled() {
             return CallScope(None);
         }
@@ -218,10 +218,11 @@ fn exit_span(span: &Span) {
 }
 
 /// The `execute_tool` span a guarded method of a toolbox runs in (B12): the one an outer
-/// layer opened for the call, else a new one; disabled when no subscriber wants it.
+/// layer opened for the call, else a new one; disabled when no subscriber wants it. `name` is
+/// the span's name, `execute_tool <tool>`.
 #[inline]
-pub fn call_span(tool: &'static str) -> Span {
-    crate::telemetry::call_span(tool, "function")
+pub fn call_span(tool: &'static str, name: &'static str) -> Span {
+    crate::telemetry::named_call_span(tool, name)
 }
 
 /// Wraps a tool's error for autoref-specialized classification: an error that implements

@@ -109,14 +109,17 @@ impl<'c, 'a> Method<'c, 'a> {
             #decided
         };
         let name = &self.tool.tool.name;
+        // The span's name, `execute_tool <tool>`, spelled here once rather than formatted by
+        // the bridge on every call.
+        let span_name = format!("execute_tool {name}");
         if self.tool.tool.sig.is_async() {
             quote! {
-                let __cb_span = #PRIVATE::call_span(#name);
+                let __cb_span = #PRIVATE::call_span(#name, #span_name);
                 #PRIVATE::Instrument::instrument(async move { #body }, __cb_span).await
             }
         } else {
             quote! {
-                let __cb_scope = #PRIVATE::CallScope::enter(#name);
+                let __cb_scope = #PRIVATE::CallScope::enter(#name, #span_name);
                 #body
             }
         }

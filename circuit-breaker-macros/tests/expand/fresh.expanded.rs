@@ -221,7 +221,10 @@ const _: () = {
             &self,
             query: &str,
         ) -> _cb::outcome::Outcome<Result<Vec<String>, std::io::Error>> {
-            let __cb_scope = _cb::__private_v0_1::CallScope::enter("search");
+            let __cb_scope = _cb::__private_v0_1::CallScope::enter(
+                "search",
+                "execute_tool search",
+            );
             let __cb_args: u64 = _cb::__private_v0_1::digest(&(&query,));
             if self.expeditor.should_precheck(IndexTool::Search) {
                 let __cb_availability = _cb::__private_v0_1::IntoAvailability::into_availability(
@@ -292,7 +295,10 @@ const _: () = {
             &self,
             key: u64,
         ) -> _cb::outcome::Outcome<Result<u64, std::io::Error>> {
-            let __cb_scope = _cb::__private_v0_1::CallScope::enter("lookup");
+            let __cb_scope = _cb::__private_v0_1::CallScope::enter(
+                "lookup",
+                "execute_tool lookup",
+            );
             let __cb_freshen: _cb::__private_v0_1::Freshen<
                 <Result<u64, std::io::Error> as _cb::__private_v0_1::ToolResult>::Ok,
             > = _cb::__private_v0_1::Freshen {

@@ -249,7 +249,10 @@ const _: () = {
             pattern: &str,
             under: Option<&str>,
         ) -> _cb::outcome::Outcome<Result<Vec<String>, std::io::Error>> {
-            let __cb_scope = _cb::__private_v0_1::CallScope::enter("grep");
+            let __cb_scope = _cb::__private_v0_1::CallScope::enter(
+                "grep",
+                "execute_tool grep",
+            );
             match _cb::__private_v0_1::plan(
                 &self.expeditor,
                 WorkspaceTool::Grep,
@@ -356,7 +359,7 @@ const _: () = {
             &self,
             command: String,
         ) -> _cb::outcome::Outcome<Result<String, std::io::Error>> {
-            let __cb_span = _cb::__private_v0_1::call_span("bash");
+            let __cb_span = _cb::__private_v0_1::call_span("bash", "execute_tool bash");
             _cb::__private_v0_1::Instrument::instrument(
                     async move {
                         match self.expeditor.decide(WorkspaceTool::Bash) {
@@ -404,7 +407,10 @@ const _: () = {
         #[inline(always)]
         #[allow(clippy::inline_always)]
         pub fn now(&self) -> _cb::outcome::Outcome<Result<u64, std::io::Error>> {
-            let __cb_scope = _cb::__private_v0_1::CallScope::enter("now");
+            let __cb_scope = _cb::__private_v0_1::CallScope::enter(
+                "now",
+                "execute_tool now",
+            );
             match self.expeditor.decide(WorkspaceTool::Now) {
                 _cb::__private_v0_1::Decision::Call(__cb_ticket)
                 | _cb::__private_v0_1::Decision::Probe(__cb_ticket) => {

@@ -242,7 +242,10 @@ const _: () = {
             &self,
             pattern: &str,
         ) -> _cb::outcome::Outcome<Result<Vec<String>, std::io::Error>> {
-            let __cb_scope = _cb::__private_v0_1::CallScope::enter("grep");
+            let __cb_scope = _cb::__private_v0_1::CallScope::enter(
+                "grep",
+                "execute_tool grep",
+            );
             match _cb::__private_v0_1::plan(
                 &self.expeditor,
                 WorkspaceTool::Grep,
@@ -348,7 +351,10 @@ const _: () = {
             &self,
             command: &str,
         ) -> _cb::outcome::Outcome<Result<String, std::io::Error>> {
-            let __cb_scope = _cb::__private_v0_1::CallScope::enter("bash");
+            let __cb_scope = _cb::__private_v0_1::CallScope::enter(
+                "bash",
+                "execute_tool bash",
+            );
             match self.expeditor.decide(WorkspaceTool::Bash) {
                 _cb::__private_v0_1::Decision::Call(__cb_ticket)
                 | _cb::__private_v0_1::Decision::Probe(__cb_ticket) => {
@@ -393,7 +399,10 @@ const _: () = {
             &mut self,
             query: String,
         ) -> _cb::outcome::Outcome<std::io::Result<Vec<String>>> {
-            let __cb_span = _cb::__private_v0_1::call_span("WebSearch");
+            let __cb_span = _cb::__private_v0_1::call_span(
+                "WebSearch",
+                "execute_tool WebSearch",
+            );
             _cb::__private_v0_1::Instrument::instrument(
                     async move {
                         match self.expeditor.decide(WorkspaceTool::WebSearch) {

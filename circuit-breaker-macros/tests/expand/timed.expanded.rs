@@ -225,7 +225,7 @@ const _: () = {
             &self,
             pattern: String,
         ) -> _cb::outcome::Outcome<Result<Vec<String>, std::io::Error>> {
-            let __cb_span = _cb::__private_v0_1::call_span("grep");
+            let __cb_span = _cb::__private_v0_1::call_span("grep", "execute_tool grep");
             _cb::__private_v0_1::Instrument::instrument(
                     async move {
                         match _cb::__private_v0_1::plan(
@@ -379,7 +379,10 @@ const _: () = {
             &self,
             command: &str,
         ) -> _cb::outcome::Outcome<Result<String, std::io::Error>> {
-            let __cb_scope = _cb::__private_v0_1::CallScope::enter("bash");
+            let __cb_scope = _cb::__private_v0_1::CallScope::enter(
+                "bash",
+                "execute_tool bash",
+            );
             match self.expeditor.decide(WorkspaceTool::Bash) {
                 _cb::__private_v0_1::Decision::Call(__cb_ticket)
                 | _cb::__private_v0_1::Decision::Probe(__cb_ticket) => {

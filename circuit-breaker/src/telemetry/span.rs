@@ -8,13 +8,22 @@ use tracing::Span;
 use super::{SPAN_NAME, TARGET};
 
 /// Opens the `execute_tool` span for one call of `tool` (declares every field of the table
-/// above; the GenAI ones are set). `tool_type` is `function` or `extension`.
+/// above; the GenAI ones are set). `tool_type` is `function` or `extension`; `name` is the
+/// span's OpenTelemetry name, `execute_tool <tool>`: a `&str` when the caller has it, else a
+/// `Display` value formatted by the bridge.
 macro_rules! execute_tool_span {
     ($tool:expr, $tool_type:expr) => {
+        execute_tool_span!(
+            $tool,
+            $tool_type,
+            tracing::field::display(format_args!("execute_tool {}", $tool))
+        )
+    };
+    ($tool:expr, $tool_type:expr, $name:expr) => {
         tracing::info_span!(
             target: "circuit_breaker",
             "execute_tool",
-            otel.name = %format_args!("execute_tool {}", $tool),
+            otel.name = $name,
             otel.kind = "internal",
             otel.status_code = tracing::field::Empty,
             otel.status_description = tracing::field::Empty,
@@ -77,12 +86,23 @@ pub(crate) fn call_span(tool: &str, tool_type: &'static str) -> Span {
     if !wanted() {
         return Span::none();
     }
-    open(tool, tool_type).0
+    open(tool, tool_type, None).0
 }
 
-/// [`call_span`], and whether the span is an outer layer's.
+/// [`call_span`] of a generated method, which knows its span's name, `execute_tool <tool>`,
+/// at compile time: the bridge copies it rather than formatting it on every call.
+#[inline]
+pub(crate) fn named_call_span(tool: &str, name: &'static str) -> Span {
+    if !wanted() {
+        return Span::none();
+    }
+    open(tool, "function", Some(name)).0
+}
+
+/// [`call_span`], and whether the span is an outer layer's. `name`: the span's name, when
+/// known at compile time.
 #[inline(never)]
-fn open(tool: &str, tool_type: &'static str) -> (Span, bool) {
+fn open(tool: &str, tool_type: &'static str, name: Option<&'static str>) -> (Span, bool) {
     let offered = OFFERED.with(|offered| offered.replace(0));
     let mut opened = None;
     if offered != 0 {
@@ -91,7 +111,13 @@ fn open(tool: &str, tool_type: &'static str) -> (Span, bool) {
             opened = Some((current, true));
         }
     }
-    let (span, outer) = opened.unwrap_or_else(|| (execute_tool_span!(tool, tool_type), false));
+    let (span, outer) = opened.unwrap_or_else(|| {
+        let span = match name {
+            Some(name) => execute_tool_span!(tool, tool_type, name),
+            None => execute_tool_span!(tool, tool_type),
+        };
+        (span, false)
+    });
     // The model's id for the call, when its caller gave one (B18); an outer span's own
     // record stands when none was given.
     if let Some(id) = super::current_call_id() {
@@ -145,7 +171,7 @@ pub(crate) fn mcp_client_span(tool: &str, server: &str, transport: Option<&str>)
     if !wanted() {
         return Span::none();
     }
-    let (span, outer) = open(tool, "extension");
+    let (span, outer) = open(tool, "extension", None);
     if outer {
         span.record("gen_ai.tool.type", "extension");
     }
