@@ -122,12 +122,10 @@ impl Engine {
         {
             let Ok(index) = u32::try_from(i) else { break };
             let id = ToolId::from_index(index);
-            changes
-                .rare()
-                .attempts
-                .push((id, record.attempts_since_open));
-            changes.rare().successes.push((id, success));
-            changes.rare().cancellations.push((id, cancelled));
+            let rare = changes.rare();
+            rare.attempts.push((id, record.attempts_since_open));
+            rare.successes.push((id, success));
+            rare.cancellations.push((id, cancelled));
         }
         for precheck in &mut self.prechecks {
             precheck.result = None;
