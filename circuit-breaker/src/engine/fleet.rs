@@ -56,6 +56,7 @@ impl Engine {
         if t == Transition::Reopened && slot.granted {
             slot.granted = false;
             changes
+                .rare()
                 .shared
                 .push(SharedTransition::ProbeEnded { tool: tool.clone() });
         }
@@ -68,7 +69,7 @@ impl Engine {
         let category = mark.failure.category();
         if category.is_shared() || slot.shared {
             slot.shared = true;
-            changes.shared.push(SharedTransition::Opened {
+            changes.rare().shared.push(SharedTransition::Opened {
                 tool,
                 message: mark.failure.summary().into_owned(),
                 category,
@@ -81,7 +82,7 @@ impl Engine {
     /// The due time of every circuit this command opens for the fleet (B16): known once its
     /// cool-down is armed, after the command.
     pub(crate) fn fleet_dues(&self, changes: &mut Changes) {
-        for t in &mut changes.shared {
+        for t in changes.shared_mut() {
             if let SharedTransition::Opened {
                 tool,
                 due,
@@ -101,7 +102,7 @@ impl Engine {
     pub(super) fn fleet_closed_here(&mut self, i: usize, changes: &mut Changes) {
         if let Some(slot) = self.fleet.as_mut().and_then(|f| f.slots.get_mut(i)) {
             if slot.shared {
-                changes.shared.push(SharedTransition::Closed {
+                changes.rare().shared.push(SharedTransition::Closed {
                     tool: self.defs[i].spec.name().to_owned(),
                 });
             }
@@ -115,7 +116,7 @@ impl Engine {
             && slot.granted
         {
             slot.granted = false;
-            changes.shared.push(SharedTransition::ProbeEnded {
+            changes.rare().shared.push(SharedTransition::ProbeEnded {
                 tool: self.defs[i].spec.name().to_owned(),
             });
         }
@@ -161,7 +162,7 @@ impl Engine {
                 open.category,
             );
             record.go_down(now, step, failure);
-            changes.attempts.push((id, 0));
+            changes.rare().attempts.push((id, 0));
             changes.touch(id);
             changes.events.push(Event::SharedOpened {
                 tool: tool.to_owned(),

@@ -331,7 +331,10 @@ impl Engine {
         changes.touch(tool);
         let opened = matches!(transition, Some(Transition::Opened | Transition::Reopened));
         if opened {
-            changes.attempts.push((tool, record.attempts_since_open));
+            changes
+                .rare()
+                .attempts
+                .push((tool, record.attempts_since_open));
         }
         if let Some(t) = transition {
             changes.events.push(transition_event(def, record, t));

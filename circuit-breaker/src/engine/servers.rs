@@ -51,7 +51,7 @@ impl Engine {
                         crate::policy::ProbeUnit::Attempts => attempts(tool) >= interval,
                         crate::policy::ProbeUnit::Steps => {
                             step >= record
-                                .opened_at_step
+                                .opened_at_step()
                                 .unwrap_or(step)
                                 .saturating_add(u64::from(interval))
                         }
@@ -163,7 +163,7 @@ impl Engine {
             {
                 // A HALF-OPEN one (its probe dropped) waits with the rest.
                 record.rearm(step);
-                changes.attempts.push((other, 0));
+                changes.rare().attempts.push((other, 0));
                 changes.touch(other);
             }
         }
@@ -176,7 +176,7 @@ impl Engine {
         let i = tool.index() as usize;
         if let Some(record) = self.records.get_mut(i) {
             record.come_up();
-            changes.attempts.push((tool, 0));
+            changes.rare().attempts.push((tool, 0));
             changes.touch(tool);
         }
         if let Some(precheck) = self.prechecks.get_mut(i)
@@ -239,7 +239,7 @@ impl Engine {
             };
             if member == tool || record.state != CircuitState::Open {
                 record.go_down(now, step, failure.clone());
-                changes.attempts.push((member, 0));
+                changes.rare().attempts.push((member, 0));
                 changes.touch(member);
                 down.push(member);
             }

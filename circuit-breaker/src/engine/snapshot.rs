@@ -122,9 +122,10 @@ impl Engine {
         {
             let Ok(index) = u32::try_from(i) else { break };
             let id = ToolId::from_index(index);
-            changes.attempts.push((id, record.attempts_since_open));
-            changes.successes.push((id, success));
-            changes.cancellations.push((id, cancelled));
+            let rare = changes.rare();
+            rare.attempts.push((id, record.attempts_since_open));
+            rare.successes.push((id, success));
+            rare.cancellations.push((id, cancelled));
         }
         for precheck in &mut self.prechecks {
             precheck.result = None;
@@ -146,7 +147,7 @@ impl Engine {
         }
         self.halt = halt;
         self.deferred = None;
-        changes.step = Some(snapshot.step);
+        changes.rare().step = Some(snapshot.step);
         changes.touch_all();
         changes.events.push(Event::Restored {
             tools: snapshot.tools.len(),

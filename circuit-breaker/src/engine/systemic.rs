@@ -69,7 +69,7 @@ impl Engine {
         }
         changes.touch_all();
         if self.fleet.is_some() {
-            changes.shared.push(SharedTransition::Systemic {
+            changes.rare().shared.push(SharedTransition::Systemic {
                 pattern: event.pattern.clone(),
                 cause: event.cause().to_owned(),
                 tools: event.tools.clone(),
@@ -96,7 +96,7 @@ impl Engine {
         let event = self.recover(step, changes);
         changes.events.push(Event::RecoveryConfirmed);
         if self.fleet.is_some() {
-            changes.shared.push(SharedTransition::Recovered);
+            changes.rare().shared.push(SharedTransition::Recovered);
         }
         event
     }
@@ -125,11 +125,11 @@ impl Engine {
                 && record.state != CircuitState::Closed
             {
                 record.backoff = 1;
-                record.opened_at_step = Some(step);
+                record.set_opened_at_step(Some(step));
                 record.attempts_since_open = 0;
                 // Its cool-down starts again now (armed after the command).
                 record.set_due(None);
-                changes.attempts.push((id, 0));
+                changes.rare().attempts.push((id, 0));
             }
         }
         for precheck in &mut self.prechecks {

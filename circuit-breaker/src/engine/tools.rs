@@ -80,7 +80,7 @@ impl Engine {
             }
             self.groups.register(id, def.spec.server());
             self.defs.push(Arc::clone(&def));
-            changes.registered.push((id, def));
+            changes.rare().registered.push((id, def));
             changes.touch(id);
             ids.push(id);
         }

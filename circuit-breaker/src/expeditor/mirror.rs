@@ -202,7 +202,7 @@ impl Hot {
         let gate = if gated { GATED } else { 0 };
         let backoff = if record.backoff > 0 { BACKOFF } else { 0 };
         self.opened_at
-            .store(record.opened_at_step.unwrap_or(0), Ordering::Release);
+            .store(record.opened_at_step().unwrap_or(0), Ordering::Release);
         let due = record
             .probe_due_at()
             .filter(|_| record.state == CircuitState::Open)
@@ -283,26 +283,28 @@ impl Mirror {
     /// Publishes what a command changed. Called under the engine's lock, after the command:
     /// the one writer of the mirror.
     pub(crate) fn publish(&self, engine: &Engine, changes: &Changes) {
-        for (id, def) in &changes.registered {
-            self.insert(*id, Arc::clone(def));
-        }
-        // The cells first: a rejection that sees a freshly OPEN word counts on a fresh
-        // counter.
-        for &(tool, attempts) in &changes.attempts {
-            if let Some(slot) = self.get(tool) {
-                slot.hot.attempts.store(attempts, Ordering::Release);
+        if let Some(rare) = changes.rare_ref() {
+            for (id, def) in &rare.registered {
+                self.insert(*id, Arc::clone(def));
             }
-        }
-        for &(tool, success) in &changes.successes {
-            if let Some(slot) = self.get(tool) {
-                let (step, at) = success.map_or((NEVER, 0), |s| (s.step, s.at.as_millis()));
-                slot.hot.success.at.store(at, Ordering::Release);
-                slot.hot.success.step.store(step, Ordering::Release);
+            // The cells first: a rejection that sees a freshly OPEN word counts on a fresh
+            // counter.
+            for &(tool, attempts) in &rare.attempts {
+                if let Some(slot) = self.get(tool) {
+                    slot.hot.attempts.store(attempts, Ordering::Release);
+                }
             }
-        }
-        for &(tool, cancelled) in &changes.cancellations {
-            if let Some(slot) = self.get(tool) {
-                slot.hot.cancelled.store(cancelled, Ordering::Release);
+            for &(tool, success) in &rare.successes {
+                if let Some(slot) = self.get(tool) {
+                    let (step, at) = success.map_or((NEVER, 0), |s| (s.step, s.at.as_millis()));
+                    slot.hot.success.at.store(at, Ordering::Release);
+                    slot.hot.success.step.store(step, Ordering::Release);
+                }
+            }
+            for &(tool, cancelled) in &rare.cancellations {
+                if let Some(slot) = self.get(tool) {
+                    slot.hot.cancelled.store(cancelled, Ordering::Release);
+                }
             }
         }
         let write = |tool: ToolId| {

@@ -166,20 +166,20 @@ impl Expeditor {
             if engine.policy().cool_down().is_some() && changes.dirty != Dirty::None {
                 engine.arm_timers(self.now(), &changes);
             }
-            if !changes.shared.is_empty() {
+            if !changes.shared().is_empty() {
                 engine.fleet_dues(&mut changes);
             }
             self.inner.mirror.publish(&engine, &changes);
-            if let Some(step) = changes.step {
+            if let Some(step) = changes.rare_ref().and_then(|r| r.step) {
                 self.inner.step.store(step, Ordering::Release);
             }
             out
         };
         self.notify(&changes);
         if let Some(store) = &self.inner.fleet
-            && !changes.shared.is_empty()
+            && !changes.shared().is_empty()
         {
-            store.share(&changes.shared);
+            store.share(changes.shared());
         }
         out
     }

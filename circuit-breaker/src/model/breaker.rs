@@ -7,6 +7,7 @@
 //! path (`expeditor/mirror.rs`).
 
 use std::fmt;
+use std::num::NonZeroU64;
 
 use serde::{Deserialize, Serialize};
 
@@ -127,8 +128,9 @@ pub struct BreakerRecord {
     pub(crate) attempts_since_open: u32,
     /// The last failure, the run and the last success; `None` until there is one.
     pub(crate) history: Option<Box<History>>,
-    /// The step at which the circuit last opened (or re-opened after a failed probe).
-    pub(crate) opened_at_step: Option<u64>,
+    /// The step at which the circuit last opened (or re-opened after a failed probe), plus
+    /// one: a niche for `None`, eight bytes less for every tool's record.
+    pub(crate) opened_at: Option<NonZeroU64>,
     /// Failures recorded over the breaker's life, across cycles.
     pub(crate) total_failures: u64,
     /// After a systemic failure: how many probes in a row have failed since recovery was
@@ -145,7 +147,7 @@ pub struct BreakerRecord {
 
 // What the documentation above says, on 64-bit targets.
 #[cfg(target_pointer_width = "64")]
-const _: () = assert!(std::mem::size_of::<BreakerRecord>() <= 56);
+const _: () = assert!(std::mem::size_of::<BreakerRecord>() <= 48);
 
 /// The part of a record a tool that never failed does without.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -221,6 +223,7 @@ struct RecordWire {
 
 impl From<BreakerRecord> for RecordWire {
     fn from(record: BreakerRecord) -> Self {
+        let opened_at_step = record.opened_at_step();
         let mut history = record.history.map(|h| *h).unwrap_or_default();
         let recent_failures = history.take_run();
         RecordWire {
@@ -228,7 +231,7 @@ impl From<BreakerRecord> for RecordWire {
             consecutive_failures: record.consecutive_failures,
             last_failure: history.last_failure,
             last_success: history.last_success,
-            opened_at_step: record.opened_at_step,
+            opened_at_step,
             attempts_since_open: record.attempts_since_open,
             recent_failures,
             total_failures: record.total_failures,
@@ -255,7 +258,7 @@ impl From<RecordWire> for BreakerRecord {
             consecutive_failures: wire.consecutive_failures,
             attempts_since_open: wire.attempts_since_open,
             history: (history != History::default()).then(|| Box::new(history)),
-            opened_at_step: wire.opened_at_step,
+            opened_at: opened_at(wire.opened_at_step),
             total_failures: wire.total_failures,
             backoff: wire.backoff,
             probe: false,
@@ -264,13 +267,19 @@ impl From<RecordWire> for BreakerRecord {
     }
 }
 
+/// A step as [`BreakerRecord::opened_at`] keeps it (the last step there is, never reached,
+/// reads one less).
+fn opened_at(step: Option<u64>) -> Option<NonZeroU64> {
+    step.and_then(|s| NonZeroU64::new(s.saturating_add(1)))
+}
+
 impl PartialEq for BreakerRecord {
     fn eq(&self, other: &Self) -> bool {
         self.state == other.state
             && self.consecutive_failures == other.consecutive_failures
             && self.last_failure() == other.last_failure()
             && self.last_success() == other.last_success()
-            && self.opened_at_step == other.opened_at_step
+            && self.opened_at == other.opened_at
             && self.attempts_since_open == other.attempts_since_open
             && self.recent_failures() == other.recent_failures()
             && self.total_failures == other.total_failures
@@ -290,7 +299,7 @@ impl Default for BreakerRecord {
             consecutive_failures: 0,
             attempts_since_open: 0,
             history: None,
-            opened_at_step: None,
+            opened_at: None,
             total_failures: 0,
             backoff: 0,
             probe: false,
@@ -398,7 +407,12 @@ impl BreakerRecord {
 
     /// The step at which the circuit last opened.
     pub fn opened_at_step(&self) -> Option<u64> {
-        self.opened_at_step
+        self.opened_at.map(|s| s.get() - 1)
+    }
+
+    /// Sets the step at which the circuit last opened.
+    pub(crate) fn set_opened_at_step(&mut self, step: Option<u64>) {
+        self.opened_at = opened_at(step);
     }
 
     /// Failures over the breaker's life.
@@ -426,7 +440,7 @@ impl BreakerRecord {
     /// Checks the invariants a record must hold; used before a snapshot is restored.
     pub(crate) fn check(&self) -> Result<(), &'static str> {
         let open = self.state != CircuitState::Closed;
-        if open && self.opened_at_step.is_none() {
+        if open && self.opened_at.is_none() {
             Err("an OPEN or HALF-OPEN circuit must record the step it opened at")
         } else if open && self.consecutive_failures == 0 {
             Err("an OPEN or HALF-OPEN circuit must have at least one consecutive failure")
@@ -497,7 +511,7 @@ impl BreakerRecord {
                 let due = match settings.probe_unit {
                     ProbeUnit::Attempts => self.attempts_since_open >= interval,
                     ProbeUnit::Steps => {
-                        let opened = self.opened_at_step.unwrap_or(step);
+                        let opened = self.opened_at_step().unwrap_or(step);
                         step >= opened.saturating_add(u64::from(interval))
                     }
                 } || self.due_by_time(now);
@@ -534,7 +548,7 @@ impl BreakerRecord {
             && (match settings.probe_unit {
                 ProbeUnit::Attempts => self.attempts_since_open.saturating_add(1) >= interval,
                 ProbeUnit::Steps => {
-                    let opened = self.opened_at_step.unwrap_or(step);
+                    let opened = self.opened_at_step().unwrap_or(step);
                     step >= opened.saturating_add(u64::from(interval))
                 }
             } || self.due_by_time(now))
@@ -560,7 +574,7 @@ impl BreakerRecord {
     /// policy's cool-down and the jitter).
     fn open(&mut self, step: u64) {
         self.state = CircuitState::Open;
-        self.opened_at_step = Some(step);
+        self.set_opened_at_step(Some(step));
         self.attempts_since_open = 0;
         self.set_due(None);
     }
@@ -662,7 +676,7 @@ impl BreakerRecord {
         self.state = CircuitState::Closed;
         self.consecutive_failures = 0;
         self.forget_run();
-        self.opened_at_step = None;
+        self.opened_at = None;
         self.attempts_since_open = 0;
         self.backoff = 0;
         if let Some(history) = &mut self.history {
@@ -706,7 +720,7 @@ mod tests {
         assert_eq!(fail(&mut r, Via::Call, 1), None);
         assert_eq!(fail(&mut r, Via::Call, 1), None);
         assert_eq!(fail(&mut r, Via::Call, 2), Some(Transition::Opened));
-        assert_eq!(r.opened_at_step, Some(2));
+        assert_eq!(r.opened_at_step(), Some(2));
         assert_eq!(r.decide(SETTINGS, 3, 2, T0).0, Verdict::SkipOpen);
         assert_eq!(r.decide(SETTINGS, 3, 2, T0).0, Verdict::SkipOpen);
         let (verdict, t) = r.decide(SETTINGS, 3, 2, T0);
