@@ -112,9 +112,10 @@ fn open(tool: &str, tool_type: &'static str, name: Option<&'static str>) -> (Spa
         }
     }
     let (span, outer) = opened.unwrap_or_else(|| {
-        let span = match name {
-            Some(name) => execute_tool_span!(tool, tool_type, name),
-            None => execute_tool_span!(tool, tool_type),
+        let span = if let Some(name) = name {
+            execute_tool_span!(tool, tool_type, name)
+        } else {
+            execute_tool_span!(tool, tool_type)
         };
         (span, false)
     });
