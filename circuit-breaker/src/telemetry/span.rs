@@ -82,6 +82,13 @@ fn offer(span: &Span) {
 /// entered ([`execute_tool`]), else a new one. Disabled (and nearly free) when no subscriber
 /// wants it.
 #[inline]
+#[cfg_attr(
+    not(feature = "json"),
+    expect(
+        dead_code,
+        reason = "the calls by name of the JSON dispatcher open theirs by it"
+    )
+)]
 pub(crate) fn call_span(tool: &str, tool_type: &'static str) -> Span {
     if !wanted() {
         return Span::none();
