@@ -132,8 +132,8 @@ async fn session_to(label: &str, endpoint: &str, protocol: &str) -> String {
     stderr
 }
 
-/// Every span's name and attributes, and every metric's name, in the JSON exports.
-fn names(exports: &[Export], path: &str) -> Vec<Value> {
+/// The JSON exports sent to `path`, parsed.
+fn documents(exports: &[Export], path: &str) -> Vec<Value> {
     exports
         .iter()
         .filter(|e| e.path == path)
@@ -192,7 +192,7 @@ async fn b17_b12_the_guard_exports_spans_and_metrics_over_otlp_json() {
         "{exports:?}"
     );
 
-    let traces = names(&exports, "/v1/traces");
+    let traces = documents(&exports, "/v1/traces");
     let spans = spans(&traces);
     let calls: Vec<&Value> = spans
         .iter()
@@ -219,7 +219,7 @@ async fn b17_b12_the_guard_exports_spans_and_metrics_over_otlp_json() {
         Some(&json!({ "stringValue": "guard-under-test" }))
     );
 
-    let metrics = metric_names(&names(&exports, "/v1/metrics"));
+    let metrics = metric_names(&documents(&exports, "/v1/metrics"));
     for name in [
         "gen_ai.execute_tool.duration",
         "circuit_breaker.transitions",
