@@ -11,7 +11,8 @@
 //!
 //! `cargo bench -p agent-circuit-breaker-guard --bench hop` (about 5 minutes);
 //! `HOP_QUICK=1` (or `-- --quick`) for a smoke run; `HOP_TOOLS=3,1000` and `HOP_CALLS=2000`
-//! to choose.
+//! to choose; `HOP_ONLY=guard,direct` for some rows; `HOP_WRAP` runs the proxies under a tool
+//! ([`wrapped`]).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -245,6 +246,33 @@ fn self_command(role: &str, tools: usize) -> Command {
         .env_remove(SERVE)
         .env_remove(UPSTREAM_URL);
     command
+}
+
+/// `command` run under the prefix in `HOP_WRAP`, if set: the proxies (guard and forwarder)
+/// measured under a tool, e.g. `HOP_WRAP="valgrind --tool=callgrind
+/// --callgrind-out-file=/tmp/cg.%p"` for their instruction counts per call, which a busy
+/// machine does not blur (run twice with different `HOP_CALLS`: the difference over the
+/// difference in calls is one call's cost).
+fn wrapped(command: Command) -> Command {
+    let Ok(prefix) = std::env::var("HOP_WRAP") else {
+        return command;
+    };
+    let mut words = prefix.split_whitespace();
+    let Some(tool) = words.next() else {
+        return command;
+    };
+    let inner = command.as_std();
+    let mut out = Command::new(tool);
+    out.args(words)
+        .arg(inner.get_program())
+        .args(inner.get_args());
+    for (key, value) in inner.get_envs() {
+        match value {
+            Some(value) => out.env(key, value),
+            None => out.env_remove(key),
+        };
+    }
+    out
 }
 
 fn spawn_stdio(command: Command) -> TokioChildProcess {
@@ -564,9 +592,9 @@ async fn paths(
         "client -stdio-> rmcp forwarder -stdio-> upstream",
         Group::Stdio,
         Kind::Forwarder,
-        over_stdio(self_command("forwarder", tools)).await,
+        over_stdio(wrapped(self_command("forwarder", tools))).await,
     );
-    let mut guard = Command::new(GUARD);
+    let mut guard = wrapped(Command::new(GUARD));
     guard.arg("--config").arg(guard_config(dir, tools, None));
     add(
         "guard stdio",
@@ -583,7 +611,7 @@ async fn paths(
         Kind::Direct,
         over_http(&upstream_url).await,
     );
-    let mut command = self_command("forwarder", tools);
+    let mut command = wrapped(self_command("forwarder", tools));
     command.env(SERVE, "http");
     let (child, url) = http_child(command, false, "http://").await;
     keep.push(child);
@@ -594,7 +622,7 @@ async fn paths(
         Kind::Forwarder,
         over_http(&format!("http://{url}")).await,
     );
-    let mut guard = Command::new(GUARD);
+    let mut guard = wrapped(Command::new(GUARD));
     guard
         .arg("--config")
         .arg(guard_config(dir, tools, None))
@@ -625,7 +653,7 @@ async fn paths(
         Err(error) => println!("  mcp-proxy rows left out: {error}"),
     }
 
-    let mut command = self_command("forwarder", tools);
+    let mut command = wrapped(self_command("forwarder", tools));
     command.env(UPSTREAM_URL, &upstream_url);
     add(
         "forwarder stdio>HTTP",
@@ -634,7 +662,7 @@ async fn paths(
         Kind::Forwarder,
         over_stdio(command).await,
     );
-    let mut guard = Command::new(GUARD);
+    let mut guard = wrapped(Command::new(GUARD));
     guard
         .arg("--config")
         .arg(guard_config(dir, tools, Some(&upstream_url)));

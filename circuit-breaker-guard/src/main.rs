@@ -319,6 +319,14 @@ fn init_logs(config: &Config) -> Result<Option<otel::Exporters>, String> {
     let filter = tracing_subscriber::filter::Targets::new()
         .with_default(level)
         .with_target("rmcp", level.min(tracing::Level::WARN));
+    // Below debug, the logs layer keeps no spans: recording a call's span fields costs
+    // every call some ten thousand instructions (about a third of the guard's own work on a
+    // call), for log lines that name their server and tool themselves.
+    let spans_too = level >= tracing::Level::DEBUG;
+    let filter = tracing_subscriber::filter::FilterExt::and(
+        filter,
+        tracing_subscriber::filter::filter_fn(move |meta| spans_too || meta.is_event()),
+    );
     // The level is the logs' alone: what is exported does not depend on how much is logged.
     let logs = tracing_subscriber::fmt::layer()
         .with_writer(writer)
@@ -521,12 +529,63 @@ fn add_upstream(
     }
 }
 
+/// The client's stdin and stdout on the event loop, when both are pipes or sockets (as the
+/// clients that spawn the guard make them). tokio's own stdin and stdout hand every read and
+/// write to its blocking pool: a hand-off to another thread and back per message each way.
+/// A terminal or a file keeps tokio's.
+#[cfg(unix)]
+fn stdio_on_event_loop() -> Option<(
+    Box<dyn tokio::io::AsyncRead + Send + Unpin>,
+    Box<dyn tokio::io::AsyncWrite + Send + Unpin>,
+)> {
+    use std::os::fd::{AsFd as _, OwnedFd};
+    use std::os::unix::fs::FileTypeExt as _;
+    use tokio::net::unix::pipe;
+    let kind = |fd: &OwnedFd| {
+        let file_type = std::fs::File::from(fd.try_clone().ok()?)
+            .metadata()
+            .ok()?
+            .file_type();
+        (file_type.is_fifo() || file_type.is_socket()).then_some(file_type.is_fifo())
+    };
+    let input = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
+    let output = std::io::stdout().as_fd().try_clone_to_owned().ok()?;
+    // Both checked before either is made non-blocking: a fallback to tokio's stdio on a
+    // non-blocking descriptor would read `WouldBlock` as an error.
+    let (input_fifo, output_fifo) = (kind(&input)?, kind(&output)?);
+    let read: Box<dyn tokio::io::AsyncRead + Send + Unpin> = if input_fifo {
+        Box::new(pipe::Receiver::from_owned_fd(input).ok()?)
+    } else {
+        let stream = std::os::unix::net::UnixStream::from(input);
+        stream.set_nonblocking(true).ok()?;
+        Box::new(tokio::net::UnixStream::from_std(stream).ok()?)
+    };
+    let write: Box<dyn tokio::io::AsyncWrite + Send + Unpin> = if output_fifo {
+        Box::new(pipe::Sender::from_owned_fd(output).ok()?)
+    } else {
+        let stream = std::os::unix::net::UnixStream::from(output);
+        stream.set_nonblocking(true).ok()?;
+        Box::new(tokio::net::UnixStream::from_std(stream).ok()?)
+    };
+    Some((read, write))
+}
+
 async fn serve_stdio(shared: Arc<proxy::Shared>) -> ExitCode {
     let guard = proxy::Guard::new(shared);
-    let running = match guard
+    #[cfg(unix)]
+    let served = match stdio_on_event_loop() {
+        Some(io) => guard.serve(io).await,
+        None => {
+            guard
+                .serve(agent_circuit_breaker::mcp::rmcp::transport::stdio())
+                .await
+        }
+    };
+    #[cfg(not(unix))]
+    let served = guard
         .serve(agent_circuit_breaker::mcp::rmcp::transport::stdio())
-        .await
-    {
+        .await;
+    let running = match served {
         Ok(running) => running,
         Err(error) => {
             eprintln!("circuit-breaker-guard: the client's initialize failed: {error}");

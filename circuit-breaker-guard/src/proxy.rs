@@ -372,10 +372,13 @@ impl ServerHandler for Guard {
         let meta = request
             .meta
             .or_else(|| (!context.meta.0.is_empty()).then(|| context.meta.clone()));
-        let call = self
-            .shared
-            .client
-            .call_tool_with_meta(&request.name, arguments, meta);
+        // Boxed: the guarded path's state is large, and rmcp moves each request's future
+        // several times when it spawns it (some 70 kB of copies a call, unboxed).
+        let call = Box::pin(
+            self.shared
+                .client
+                .call_tool_with_meta(&request.name, arguments, meta),
+        );
         // Dropping the call when the client cancels (or leaves) drops its ticket: recorded
         // as a cancellation, never as the tool's failure; the upstream is told too.
         let mut closing = self.shared.closing.subscribe();

@@ -11,7 +11,7 @@ use rmcp::model::CallToolRequestParams;
 use serde_json::{Map, Value};
 
 use super::Inner;
-use super::classify::{Outcome, classify_result};
+use super::classify::{self, Outcome, classify_result};
 use super::connect::Server;
 use super::human;
 use super::passthrough::Keep;
@@ -58,12 +58,29 @@ impl Server {
                 ),
                 FailureCategory::Timeout,
             )),
-            Ok(Ok(result)) => {
-                if let Some(keep) = keep {
-                    keep.result = Some(result.clone());
+            Ok(Ok(result)) => match keep {
+                // Kept for the caller as it came: a success is not read into a value the
+                // caller does not use (unless the cache's digest needs it), and the result
+                // is moved, not copied; an `isError` result is read for its message first.
+                Some(keep) if result.is_error != Some(true) => {
+                    let value = if keep.value {
+                        classify::value_of(&result)
+                    } else {
+                        Value::Null
+                    };
+                    keep.result = Some(result);
+                    Outcome::Answered(value)
                 }
-                classify_result(result)
-            }
+                Some(keep) => {
+                    let outcome = classify_result(&result);
+                    keep.result = Some(result);
+                    outcome
+                }
+                None if result.is_error != Some(true) => {
+                    Outcome::Answered(classify::into_value(result))
+                }
+                None => classify_result(&result),
+            },
             Ok(Err(error)) => self.classify_error(tool, error, generation),
         }
     }
@@ -117,19 +134,23 @@ impl Inner {
             return Reply::unknown_tool(expeditor, name);
         };
         let arguments = match arguments {
-            Value::Object(arguments) => arguments,
-            Value::Null => Map::new(),
-            other => {
-                let message = format!(
-                    "the arguments must be a JSON object, not {}",
-                    kind_of(&other)
-                );
-                return Reply::bad_arguments(expeditor, name, &message);
-            }
+            Value::Null => Value::Object(Map::new()),
+            other => other,
         };
-        if let Err(message) = entry.check.check(&arguments) {
+        // Checked as the `Value` it came in (the validator reads one), then taken apart.
+        let check = match &arguments {
+            Value::Object(_) => entry.check.check(&arguments),
+            other => Err(format!(
+                "the arguments must be a JSON object, not {}",
+                kind_of(other)
+            )),
+        };
+        if let Err(message) = check {
             return Reply::bad_arguments(expeditor, name, &message);
         }
+        let Value::Object(arguments) = arguments else {
+            return Reply::bad_arguments(expeditor, name, &"the arguments must be a JSON object");
+        };
         let server = &self.servers[entry.server];
         if expeditor.state(entry.id) == Some(CircuitState::Closed)
             && server.health_stale(self.health_ttl)
@@ -184,6 +205,12 @@ impl Inner {
         let expeditor = &self.expeditor;
         let caching = expeditor.is_caching(entry.id);
         let args = caching.then(|| digest(&Value::Object(arguments.clone()).to_string()));
+        let mut keep = keep;
+        if let Some(keep) = keep.as_deref_mut() {
+            keep.value = caching;
+        }
+        // The caller has the server's result itself: the reply carries no copy of it.
+        let kept_only = keep.is_some() && !caching;
         let own_deadline = expeditor.spec(entry.id).and_then(ToolSpec::timeout);
         let outcome = server
             .call_tool(&entry.remote, arguments, own_deadline, keep)
@@ -208,7 +235,11 @@ impl Inner {
                     route: None,
                     freshness,
                 };
-                Reply::from_call::<Value, String>(expeditor, name, Ok(routed))
+                let mut reply = Reply::from_call::<Value, String>(expeditor, name, Ok(routed));
+                if kept_only {
+                    reply.value = None;
+                }
+                reply
             }
             Outcome::Failed(failure) => self.failed(ticket, name, failure),
             Outcome::Reported(failure) => {

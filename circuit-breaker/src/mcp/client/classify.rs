@@ -88,10 +88,22 @@ fn texts(content: &[ContentBlock]) -> Option<String> {
 
 /// A successful result's value: its structured content, else its text (JSON when it parses,
 /// else a string), else (images, resources) its content blocks as JSON.
-fn value_of(result: CallToolResult) -> Value {
-    if let Some(value) = result.structured_content {
-        return value;
+pub(super) fn value_of(result: &CallToolResult) -> Value {
+    match &result.structured_content {
+        Some(value) => value.clone(),
+        None => unstructured_value(result),
     }
+}
+
+/// [`value_of`], taking the structured content rather than copying it.
+pub(super) fn into_value(result: CallToolResult) -> Value {
+    match result.structured_content {
+        Some(value) => value,
+        None => unstructured_value(&result),
+    }
+}
+
+fn unstructured_value(result: &CallToolResult) -> Value {
     let only_text = result.content.iter().all(|c| c.as_text().is_some());
     match texts(&result.content) {
         Some(text) if only_text => serde_json::from_str(&text).unwrap_or(Value::String(text)),
@@ -100,7 +112,7 @@ fn value_of(result: CallToolResult) -> Value {
     }
 }
 
-pub(super) fn classify_result(result: CallToolResult) -> Outcome {
+pub(super) fn classify_result(result: &CallToolResult) -> Outcome {
     if result.is_error != Some(true) {
         return Outcome::Answered(value_of(result));
     }

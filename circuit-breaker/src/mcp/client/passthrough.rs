@@ -15,7 +15,8 @@ use crate::dispatch::Reply;
 #[non_exhaustive]
 pub struct GuardedResult {
     /// What the guard decided and recorded: the outcome, the note for the model, the route,
-    /// the circuit state after the call ([`Reply::meta`] gives them as `_meta`).
+    /// the circuit state after the call ([`Reply::meta`] gives them as `_meta`). Its `value`
+    /// is left empty for a tool that caches nothing: the value is the result below.
     pub reply: Reply,
     /// The server's result exactly as the transport delivered it, when the tool was called
     /// and answered with a result (a success, or an `isError` result). `None` when nothing
@@ -34,6 +35,9 @@ pub(super) struct Keep {
     pub(super) meta: Option<RequestMetaObject>,
     /// The server's result, untouched.
     pub(super) result: Option<CallToolResult>,
+    /// Whether the reply needs the result read into a value too (the cache's digest of a
+    /// caching tool); otherwise a success is only kept.
+    pub(super) value: bool,
 }
 
 impl McpClient {
@@ -54,7 +58,10 @@ impl McpClient {
         arguments: Value,
         meta: Option<RequestMetaObject>,
     ) -> GuardedResult {
-        let mut keep = Keep { meta, result: None };
+        let mut keep = Keep {
+            meta,
+            ..Keep::default()
+        };
         let reply = self
             .inner
             .dispatch_keeping(name, arguments, Some(&mut keep))
