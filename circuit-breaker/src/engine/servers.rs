@@ -212,7 +212,7 @@ impl Engine {
         let Some(g) = self.groups.of(tool) else {
             return self.recorded(i);
         };
-        let name = self.defs[i].name.clone();
+        let name = self.defs[i].name().into_owned();
         let during_event = self.cascade.active();
         let pending = during_event
             || (self.policy.cascade_detection()
