@@ -212,7 +212,7 @@ impl Engine {
         let Some(g) = self.groups.of(tool) else {
             return self.recorded(i);
         };
-        let name = self.defs[i].name().into_owned();
+        let name = self.defs[i].name();
         let during_event = self.cascade.active();
         let pending = during_event
             || (self.policy.cascade_detection()
@@ -226,7 +226,7 @@ impl Engine {
                 ));
         let exhausted_now = self
             .budget
-            .charge(&name, failure.clone(), step, now, pending, call_id);
+            .charge(name.clone(), failure.clone(), step, now, pending, call_id);
         if during_event {
             self.cascade.join(tool, &name);
             self.budget.absorb_last();

@@ -2,8 +2,6 @@
 //! ids, and its breaker settings. Immutable once made, shared by the engine and the lock-free
 //! mirror.
 
-use std::borrow::Cow;
-
 use crate::model::breaker::Settings;
 use crate::model::capability::ToolSpec;
 use crate::model::id::{ToolId, ToolName};
@@ -50,8 +48,8 @@ impl ToolDef {
         }
     }
 
-    /// The tool's name as records keep it: the spec's own, shared (a pointer, no copy).
-    pub(crate) fn name(&self) -> Cow<'_, ToolName> {
+    /// The tool's name as records keep it: the spec's own text, shared (a pointer, no copy).
+    pub(crate) fn name(&self) -> ToolName {
         self.spec.shared_name()
     }
 

@@ -136,9 +136,15 @@ impl Extra {
 
     /// Changes the rare parts with `change`; boxed only when they say something after it.
     fn change(&mut self, change: impl FnOnce(&mut Rare)) {
+        if let Extra::Owned { caches, rare } = self {
+            change(rare);
+            if rare.is_empty() {
+                *self = Extra::Plain { caches: *caches };
+            }
+            return;
+        }
         let (caches, mut rare) = match std::mem::replace(self, Extra::Plain { caches: false }) {
-            Extra::Plain { caches } => (caches, Rare::default()),
-            Extra::Owned { caches, rare } => (caches, *rare),
+            Extra::Plain { caches } | Extra::Owned { caches, .. } => (caches, Rare::default()),
             Extra::Static {
                 tool,
                 caches,
@@ -227,12 +233,12 @@ impl ToolSpec {
         self.name.as_str()
     }
 
-    /// The name as records keep it: the spec's own text, borrowed, once
+    /// The name as records keep it: the spec's own text, shared, once
     /// [`share_name`](Self::share_name) made it shared (a copy before).
-    pub(crate) fn shared_name(&self) -> Cow<'_, ToolName> {
+    pub(crate) fn shared_name(&self) -> ToolName {
         match &self.name {
-            Name::Shared(name) => Cow::Borrowed(name),
-            Name::Static(name) => Cow::Owned(ToolName::from(*name)),
+            Name::Shared(name) => name.clone(),
+            Name::Static(name) => ToolName::from(*name),
         }
     }
 
