@@ -224,9 +224,9 @@ impl Engine {
                     step,
                     self.policy.cascade_window(),
                 ));
-        let exhausted_now = self
-            .budget
-            .charge(name.clone(), failure.clone(), step, now, pending, call_id);
+        let exhausted_now =
+            self.budget
+                .charge(name.clone(), failure.clone(), step, now, pending, call_id);
         if during_event {
             self.cascade.join(tool, &name);
             self.budget.absorb_last();

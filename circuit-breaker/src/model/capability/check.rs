@@ -56,7 +56,7 @@ pub(crate) fn check_tool(
         }),
     }
     let mut listed: Vec<&str> = Vec::new();
-    for alternative in tool.alternatives().iter() {
+    for alternative in tool.alternatives() {
         let alt = &*alternative.tool;
         if alt == tool.name() {
             errors.push(MapError::SelfAlternative { tool: label() });

@@ -175,7 +175,7 @@ impl fmt::Display for CapabilityMap {
                 writeln!(f, "    alternatives: []")?;
             } else {
                 writeln!(f, "    alternatives:")?;
-                for alt in tool.alternatives().iter() {
+                for alt in tool.alternatives() {
                     writeln!(f, "      - tool: {}", alt.tool)?;
                     writeln!(f, "        method: \"{}\"", alt.method)?;
                     match alt.degradation.severity {

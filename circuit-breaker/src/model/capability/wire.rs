@@ -152,3 +152,86 @@ impl PartialEq for ToolSpec {
 }
 
 impl Eq for ToolSpec {}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::super::static_tool::StaticTool;
+    use super::super::{AlternativeSpec, Degradation, ToolSpec};
+
+    static ALTERNATIVES: [AlternativeSpec; 1] = [AlternativeSpec::borrowed(
+        "b",
+        "by hand",
+        Degradation::unknown(),
+    )];
+    static TOOL: StaticTool = StaticTool {
+        name: "a",
+        provides: "p",
+        alternatives: &ALTERNATIVES,
+        fallback: "f",
+        threshold: Some(3),
+        probe_every: None,
+        caches: true,
+    };
+
+    /// A generated map's spec points at its `static` tool, a built one boxes its rare
+    /// parts: both say the same, so they compare, print and serialize the same.
+    #[test]
+    fn a_generated_spec_and_a_built_one_are_the_same_spec() {
+        let generated = TOOL.timed(1_500);
+        let built = ToolSpec::new("a".to_owned())
+            .provides("p")
+            .alternative(AlternativeSpec::new("b").method("by hand"))
+            .fallback("f")
+            .threshold(3)
+            .caches(true)
+            .timeout(Duration::from_millis(1_500))
+            .build();
+        assert_eq!(generated, built);
+        assert_eq!(format!("{generated:?}"), format!("{built:?}"));
+        let json = serde_json::to_string(&built).expect("a spec serializes");
+        assert_eq!(
+            serde_json::to_string(&generated).expect("a spec serializes"),
+            json
+        );
+        let alternative = serde_json::to_string(&ALTERNATIVES[0]).expect("serializes");
+        assert_eq!(
+            json,
+            format!(
+                r#"{{"tool":"a","provides":"p","alternatives":[{alternative}],"fallback":"f","threshold":3,"caches":true,"timeout":"1s 500ms"}}"#
+            )
+        );
+        let read: ToolSpec = serde_json::from_str(&json).expect("reads back");
+        assert_eq!(read, built);
+    }
+
+    /// Changing a generated spec keeps what its `static` tool said.
+    #[test]
+    fn a_generated_spec_changed_keeps_the_rest() {
+        let changed = crate::capability::ToolSpecBuilder::from(TOOL.timed(1_500))
+            .probe_every(7)
+            .build();
+        assert_eq!(changed.threshold(), Some(3));
+        assert_eq!(changed.probe_every(), Some(7));
+        assert_eq!(changed.alternatives(), &ALTERNATIVES);
+        assert_eq!(changed.timeout(), Some(Duration::from_millis(1_500)));
+        assert!(changed.is_caching());
+    }
+
+    /// A spec that says nothing rare reads as one: no alternatives, no overrides.
+    #[test]
+    fn a_plain_spec_says_nothing_rare() {
+        let plain = ToolSpec::new("c").provides("p").fallback("f").build();
+        assert!(plain.is_critical());
+        assert_eq!((plain.threshold(), plain.probe_every()), (None, None));
+        assert_eq!((plain.server(), plain.caller_errors()), (None, None));
+        assert_eq!(plain.timeout(), None);
+        assert!(!plain.declares_timeout());
+        let json = serde_json::to_string(&plain).expect("a spec serializes");
+        assert_eq!(
+            json,
+            r#"{"tool":"c","provides":"p","alternatives":[],"fallback":"f"}"#
+        );
+    }
+}
