@@ -11,6 +11,7 @@ pub use crate::executor::{
 pub use crate::expeditor::{Decision, Expeditor, ExpeditorBuilder, ToolId};
 pub use crate::failure::{Classify, Failure};
 pub use crate::freshness::{Dated, FreshnessProfile, StaleCache, digest};
+pub use crate::model::capability::static_tool::StaticTool;
 pub use crate::model::precheck::Availability;
 pub use crate::policy::{Policy, ProbeUnit};
 pub use crate::toolbox::{JsonToolbox, ToolSet, UnknownTool};
@@ -72,52 +73,6 @@ pub const fn declared_policy_with(
         ms(budget_window_ms),
         mistake_limit,
     )
-}
-
-/// One tool of a generated `static` map, by named fields: [`spec`](Self::spec) makes the
-/// [`ToolSpec`] in a `const` context.
-#[derive(Debug, Clone, Copy)]
-pub struct StaticTool {
-    /// The tool's name.
-    pub name: &'static str,
-    /// What it provides.
-    pub provides: &'static str,
-    /// Its alternatives, in declaration order.
-    pub alternatives: &'static [AlternativeSpec],
-    /// Its manual fallback.
-    pub fallback: &'static str,
-    /// Its own failure threshold, if it overrides the policy's.
-    pub threshold: Option<u32>,
-    /// Its own probe interval, if it overrides the policy's.
-    pub probe_every: Option<u32>,
-    /// Whether it is declared as caching.
-    pub caches: bool,
-}
-
-impl StaticTool {
-    /// The spec.
-    pub const fn spec(self) -> ToolSpec {
-        self.with_timeout(None)
-    }
-
-    /// The spec of a tool with a deadline of `millis` (`#[tool(timeout = "..")]`, B13). A
-    /// method of its own, so that the map of a tool without one names no duration.
-    pub const fn timed(self, millis: u64) -> ToolSpec {
-        self.with_timeout(Some(core::time::Duration::from_millis(millis)))
-    }
-
-    const fn with_timeout(self, timeout: Option<core::time::Duration>) -> ToolSpec {
-        ToolSpec::borrowed(
-            self.name,
-            self.provides,
-            self.alternatives,
-            self.fallback,
-            self.threshold,
-            self.probe_every,
-            self.caches,
-            timeout,
-        )
-    }
 }
 
 /// One alternative of a generated `static` map, by named fields: [`spec`](Self::spec) makes

@@ -317,7 +317,7 @@ impl Engine {
         let def = &self.defs[i];
         let exhausted_now =
             self.budget
-                .charge(&def.name, failure.clone(), step, now, pending, call_id);
+                .charge(def.name(), failure.clone(), step, now, pending, call_id);
         if during_event {
             self.cascade.join(tool, def.spec.name());
             self.budget.absorb_last();

@@ -212,7 +212,7 @@ impl Engine {
         let Some(g) = self.groups.of(tool) else {
             return self.recorded(i);
         };
-        let name = self.defs[i].name.clone();
+        let name = self.defs[i].name();
         let during_event = self.cascade.active();
         let pending = during_event
             || (self.policy.cascade_detection()
@@ -224,9 +224,9 @@ impl Engine {
                     step,
                     self.policy.cascade_window(),
                 ));
-        let exhausted_now = self
-            .budget
-            .charge(&name, failure.clone(), step, now, pending, call_id);
+        let exhausted_now =
+            self.budget
+                .charge(name.clone(), failure.clone(), step, now, pending, call_id);
         if during_event {
             self.cascade.join(tool, &name);
             self.budget.absorb_last();

@@ -195,7 +195,7 @@ impl Budget {
     /// charge spent the last of the budget.
     pub(crate) fn charge(
         &mut self,
-        tool: &ToolName,
+        tool: ToolName,
         failure: Failure,
         step: u64,
         at: Timestamp,
@@ -204,7 +204,7 @@ impl Budget {
     ) -> bool {
         let charged = !pending && self.take_one();
         self.write(LedgerEntry {
-            tool: tool.clone(),
+            tool,
             failure,
             step,
             at,

@@ -10,9 +10,9 @@ use crate::model::policy::Policy;
 /// One tool's definition.
 #[derive(Debug)]
 pub(crate) struct ToolDef {
+    /// Its name shared ([`ToolSpec::shared_name`]): the one copy of the text that ledger
+    /// lines and events point at.
     pub(crate) spec: ToolSpec,
-    /// The spec's name, shared: what ledger lines and events keep of the tool.
-    pub(crate) name: ToolName,
     /// One entry per [`ToolSpec::alternatives`], in the same order: the id of the tool it
     /// names, or `None` when it names no tool (never routed to). Kept aligned by index, so an
     /// alternative that names no tool can never shift the others (a misroute).
@@ -25,7 +25,7 @@ pub(crate) struct ToolDef {
 impl ToolDef {
     /// Resolves `spec` under `policy`, naming alternatives through `resolve`.
     pub(crate) fn new(
-        spec: ToolSpec,
+        mut spec: ToolSpec,
         policy: &Policy,
         resolve: impl Fn(&str) -> Option<ToolId>,
     ) -> Self {
@@ -39,13 +39,18 @@ impl ToolDef {
             probe_every: spec.probe_every().unwrap_or(policy.probe_every()),
             probe_unit: policy.probe_unit(),
         };
+        spec.share_name();
         ToolDef {
             fallback_given: spec.fallback().chars().any(|c| !c.is_whitespace()),
-            name: ToolName::from(spec.name()),
             spec,
             alternatives,
             settings,
         }
+    }
+
+    /// The tool's name as records keep it: the spec's own text, shared (a pointer, no copy).
+    pub(crate) fn name(&self) -> ToolName {
+        self.spec.shared_name()
     }
 
     /// The ids of the alternatives that name a tool.

@@ -17,25 +17,25 @@ pub(crate) fn check_tool(
     errors: &mut Vec<MapError>,
 ) {
     let label = || {
-        if tool.name.trim().is_empty() {
+        if tool.name().trim().is_empty() {
             format!("#{}", index + 1)
         } else {
-            tool.name.to_string()
+            tool.name().to_string()
         }
     };
-    if tool.provides.trim().is_empty() {
+    if tool.provides().trim().is_empty() {
         errors.push(MapError::MissingProvides { tool: label() });
     }
-    if tool.fallback.trim().is_empty() {
+    if tool.fallback().trim().is_empty() {
         errors.push(MapError::MissingFallback { tool: label() });
     }
-    if tool.threshold == Some(0) {
+    if tool.threshold() == Some(0) {
         errors.push(MapError::ZeroThreshold { tool: label() });
     }
-    if tool.probe_every == Some(0) {
+    if tool.probe_every() == Some(0) {
         errors.push(MapError::ZeroProbeInterval { tool: label() });
     }
-    match &tool.timeout {
+    match tool.declared_timeout().as_deref() {
         None => {}
         Some(TimeoutSpec::Set(d)) => {
             if let Some(problem) = timeout_problem(*d) {
@@ -56,9 +56,9 @@ pub(crate) fn check_tool(
         }),
     }
     let mut listed: Vec<&str> = Vec::new();
-    for alternative in tool.alternatives.iter() {
+    for alternative in tool.alternatives() {
         let alt = &*alternative.tool;
-        if alt == &*tool.name {
+        if alt == tool.name() {
             errors.push(MapError::SelfAlternative { tool: label() });
         } else if !names.contains(&alt) {
             errors.push(MapError::UnknownAlternative {

@@ -113,7 +113,7 @@ impl CapabilityMap {
 
     /// The tool named `name`.
     pub fn get(&self, name: &str) -> Option<&ToolSpec> {
-        self.tools.iter().find(|t| t.name == name)
+        self.tools.iter().find(|t| t.name() == name)
     }
 
     /// Tools with no tool alternative (R1.3): when they break, only the fallback is left.
@@ -137,19 +137,19 @@ impl CapabilityMap {
         let mut errors = Vec::new();
         let mut seen: HashMap<&str, usize> = HashMap::new();
         for (index, tool) in self.tools.iter().enumerate() {
-            if tool.name.trim().is_empty() {
+            if tool.name().trim().is_empty() {
                 errors.push(MapError::EmptyName { index });
-            } else if let Some(&first) = seen.get(&*tool.name) {
+            } else if let Some(&first) = seen.get(tool.name()) {
                 errors.push(MapError::DuplicateTool {
-                    tool: tool.name.to_string(),
+                    tool: tool.name().to_string(),
                     first,
                     index,
                 });
             } else {
-                seen.insert(&tool.name, index);
+                seen.insert(tool.name(), index);
             }
         }
-        let names: Vec<&str> = self.tools.iter().map(|t| &*t.name).collect();
+        let names: Vec<&str> = self.tools.iter().map(ToolSpec::name).collect();
         for (index, tool) in self.tools.iter().enumerate() {
             check_tool(tool, index, &names, &mut errors);
         }
@@ -169,13 +169,13 @@ impl fmt::Display for CapabilityMap {
             if i > 0 {
                 writeln!(f)?;
             }
-            writeln!(f, "  - tool: {}", tool.name)?;
-            writeln!(f, "    provides: {}", tool.provides)?;
-            if tool.alternatives.is_empty() {
+            writeln!(f, "  - tool: {}", tool.name())?;
+            writeln!(f, "    provides: {}", tool.provides())?;
+            if tool.alternatives().is_empty() {
                 writeln!(f, "    alternatives: []")?;
             } else {
                 writeln!(f, "    alternatives:")?;
-                for alt in tool.alternatives.iter() {
+                for alt in tool.alternatives() {
                     writeln!(f, "      - tool: {}", alt.tool)?;
                     writeln!(f, "        method: \"{}\"", alt.method)?;
                     match alt.degradation.severity {
@@ -188,7 +188,7 @@ impl fmt::Display for CapabilityMap {
                     }
                 }
             }
-            writeln!(f, "    fallback: \"{}\"", tool.fallback)?;
+            writeln!(f, "    fallback: \"{}\"", tool.fallback())?;
         }
         let list = |f: &mut fmt::Formatter<'_>, tools: Vec<&str>| {
             if tools.is_empty() {

@@ -14,8 +14,10 @@ mod alternative;
 mod check;
 mod degradation;
 mod map;
+pub(crate) mod static_tool;
 mod timeout;
 mod tool;
+mod wire;
 
 pub use alternative::{AlternativeSpec, AlternativeSpecBuilder};
 pub(crate) use check::check_tool;

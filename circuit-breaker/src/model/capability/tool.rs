@@ -3,10 +3,11 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
+use super::static_tool::StaticTool;
 use super::timeout::TimeoutSpec;
 use super::{AlternativeSpec, Text};
+use crate::model::failure::FailureCategory;
+use crate::model::id::ToolName;
 
 /// One tool of the map (R1.1): name, what it provides, alternatives, fallback, and optional
 /// per-tool policy overrides (R2.2).
@@ -16,46 +17,154 @@ use super::{AlternativeSpec, Text};
 /// `impl Into<ToolSpec>`, so the builder can be passed as it is.
 ///
 /// [`CapabilityMap::tool`]: super::CapabilityMap::tool
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+// Every registered tool's spec lives as long as its expeditor, so it holds only what every
+// tool has (88 bytes): the rest, which most tools leave out, is behind one pointer (`Extra`).
+// Its serde form is field by field, as written in a map (`wire.rs`).
+#[derive(Clone)]
 pub struct ToolSpec {
-    #[serde(rename = "tool")]
-    pub(super) name: Text,
-    #[serde(default)]
+    pub(super) name: Name,
     pub(super) provides: Text,
-    #[serde(default)]
-    pub(super) alternatives: Cow<'static, [AlternativeSpec]>,
-    #[serde(default)]
     pub(super) fallback: Text,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) extra: Extra,
+}
+
+// A spec is kept inline in every tool's definition: what it weighs is paid per tool.
+const _: () = assert!(std::mem::size_of::<ToolSpec>() <= 88);
+
+/// A spec's name: `'static` in a generated map, else the shared text records keep
+/// ([`ToolName`]), so that an expeditor stores each name once.
+#[derive(Clone)]
+pub(super) enum Name {
+    Static(&'static str),
+    Shared(ToolName),
+}
+
+impl Name {
+    pub(super) fn as_str(&self) -> &str {
+        match self {
+            Name::Static(name) => name,
+            Name::Shared(name) => name.as_str(),
+        }
+    }
+}
+
+impl From<Text> for Name {
+    fn from(text: Text) -> Self {
+        match text {
+            Cow::Borrowed(name) => Name::Static(name),
+            Cow::Owned(name) => Name::Shared(ToolName::from(name)),
+        }
+    }
+}
+
+/// What a spec says beyond its name and texts, and whether the tool caches.
+#[derive(Clone)]
+pub(super) enum Extra {
+    /// Nothing more: no alternatives (a critical tool), no overrides, no server, no caller's
+    /// errors, no timeout.
+    Plain { caches: bool },
+    /// A spec built or loaded at run time that says more.
+    Owned { caches: bool, rare: Box<Rare> },
+    /// A generated map's tool: its `static` fields, and its deadline in milliseconds when
+    /// `timed` (a day at most, so `u32` holds it).
+    Static {
+        tool: &'static StaticTool,
+        caches: bool,
+        timed: bool,
+        timeout_ms: u32,
+    },
+}
+
+/// What most tools leave out of their spec.
+#[derive(Clone, Default)]
+pub(super) struct Rare {
+    pub(super) alternatives: Cow<'static, [AlternativeSpec]>,
     pub(super) threshold: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) probe_every: Option<u32>,
-    /// The tool's documentation says it caches: its results are labelled UNVERIFIED (R6.2).
-    #[serde(default, skip_serializing_if = "is_false")]
-    caches: bool,
     /// The server the tool lives on (an MCP server, say): its tools are one group, down
     /// together when the server cannot be reached (B10).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    ///
-    /// Boxed, like the caller's errors below: most tools are on no server and say nothing of
-    /// their errors, and every tool's spec is kept for as long as its expeditor (B5's heap
-    /// per tool).
-    server: Option<Box<Text>>,
+    pub(super) server: Option<Text>,
     /// The categories of the tool's reported errors that are the caller's mistake (B14), for
     /// tools whose errors are untyped (a foreign MCP server's); `None` keeps the server's or
     /// the client's default.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[allow(clippy::box_collection)] // one pointer, not a `Vec`'s three, in every tool's spec
-    caller_errors: Option<Box<Vec<crate::model::failure::FailureCategory>>>,
-    /// The deadline of one call (B13), as a humantime string (`"30s"`, `"1m 30s"`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) caller_errors: Option<Vec<FailureCategory>>,
+    /// The deadline of one call (B13), as declared.
     pub(super) timeout: Option<TimeoutSpec>,
 }
 
-#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
-fn is_false(b: &bool) -> bool {
-    !*b
+impl Rare {
+    fn is_empty(&self) -> bool {
+        self.alternatives.is_empty()
+            && self.threshold.is_none()
+            && self.probe_every.is_none()
+            && self.server.is_none()
+            && self.caller_errors.is_none()
+            && self.timeout.is_none()
+    }
+}
+
+impl Extra {
+    /// The extra parts of a spec that says `rare` (boxed only when it says something).
+    pub(super) fn new(caches: bool, rare: Rare) -> Self {
+        if rare.is_empty() {
+            Extra::Plain { caches }
+        } else {
+            Extra::Owned {
+                caches,
+                rare: Box::new(rare),
+            }
+        }
+    }
+
+    fn caches(&self) -> bool {
+        match *self {
+            Extra::Plain { caches }
+            | Extra::Owned { caches, .. }
+            | Extra::Static { caches, .. } => caches,
+        }
+    }
+
+    fn set_caches(&mut self, value: bool) {
+        match self {
+            Extra::Plain { caches }
+            | Extra::Owned { caches, .. }
+            | Extra::Static { caches, .. } => {
+                *caches = value;
+            }
+        }
+    }
+
+    /// Changes the rare parts with `change`; boxed only when they say something after it.
+    fn change(&mut self, change: impl FnOnce(&mut Rare)) {
+        if let Extra::Owned { caches, rare } = self {
+            change(rare);
+            if rare.is_empty() {
+                *self = Extra::Plain { caches: *caches };
+            }
+            return;
+        }
+        let (caches, mut rare) = match std::mem::replace(self, Extra::Plain { caches: false }) {
+            Extra::Plain { caches } | Extra::Owned { caches, .. } => (caches, Rare::default()),
+            Extra::Static {
+                tool,
+                caches,
+                timed,
+                timeout_ms,
+            } => (
+                caches,
+                Rare {
+                    alternatives: Cow::Borrowed(tool.alternatives),
+                    threshold: tool.threshold,
+                    probe_every: tool.probe_every,
+                    timeout: timed
+                        .then(|| TimeoutSpec::Set(Duration::from_millis(u64::from(timeout_ms)))),
+                    ..Rare::default()
+                },
+            ),
+        };
+        change(&mut rare);
+        *self = Extra::new(caches, rare);
+    }
 }
 
 impl ToolSpec {
@@ -66,46 +175,32 @@ impl ToolSpec {
     pub fn new(name: impl Into<Text>) -> ToolSpecBuilder {
         ToolSpecBuilder {
             spec: ToolSpec {
-                name: name.into(),
+                name: Name::from(name.into()),
                 provides: Cow::Borrowed(""),
-                alternatives: Cow::Borrowed(&[]),
                 fallback: Cow::Borrowed(""),
-                threshold: None,
-                probe_every: None,
-                caches: false,
-                server: None,
-                caller_errors: None,
-                timeout: None,
+                extra: Extra::Plain { caches: false },
             },
         }
     }
 
-    /// A tool from `'static` parts, in a `const` context (for generated maps, through
-    /// `__private_v0_1`).
-    #[allow(clippy::too_many_arguments)] // the fields of `StaticTool`, one by one
-    pub(crate) const fn borrowed(
-        name: &'static str,
-        provides: &'static str,
-        alternatives: &'static [AlternativeSpec],
-        fallback: &'static str,
-        threshold: Option<u32>,
-        probe_every: Option<u32>,
-        caches: bool,
-        timeout: Option<Duration>,
-    ) -> Self {
+    /// A generated map's tool, in a `const` context, with its deadline in milliseconds.
+    pub(super) const fn borrowed(tool: &'static StaticTool, timeout_ms: Option<u64>) -> Self {
+        let (timed, timeout_ms) = match timeout_ms {
+            // The macro allows a day at most; a longer one stays too long for validation.
+            Some(ms) if ms > u32::MAX as u64 => (true, u32::MAX),
+            #[allow(clippy::cast_possible_truncation)] // checked just above
+            Some(ms) => (true, ms as u32),
+            None => (false, 0),
+        };
         ToolSpec {
-            name: Cow::Borrowed(name),
-            provides: Cow::Borrowed(provides),
-            alternatives: Cow::Borrowed(alternatives),
-            fallback: Cow::Borrowed(fallback),
-            threshold,
-            probe_every,
-            caches,
-            server: None,
-            caller_errors: None,
-            timeout: match timeout {
-                Some(d) => Some(TimeoutSpec::Set(d)),
-                None => None,
+            name: Name::Static(tool.name),
+            provides: Cow::Borrowed(tool.provides),
+            fallback: Cow::Borrowed(tool.fallback),
+            extra: Extra::Static {
+                tool,
+                caches: tool.caches,
+                timed,
+                timeout_ms,
             },
         }
     }
@@ -119,15 +214,39 @@ impl ToolSpec {
             .build()
     }
 
+    /// The rare parts of a spec built at run time that says them.
+    fn rare(&self) -> Option<&Rare> {
+        match &self.extra {
+            Extra::Owned { rare, .. } => Some(rare),
+            Extra::Plain { .. } | Extra::Static { .. } => None,
+        }
+    }
+
     /// The categories of the tool's reported errors that are the caller's mistake, if the
     /// map says ([`ToolSpecBuilder::caller_errors`]).
-    pub fn caller_errors(&self) -> Option<&[crate::model::failure::FailureCategory]> {
-        self.caller_errors.as_deref().map(Vec::as_slice)
+    pub fn caller_errors(&self) -> Option<&[FailureCategory]> {
+        self.rare()?.caller_errors.as_deref()
     }
 
     /// The tool's name.
     pub fn name(&self) -> &str {
-        &self.name
+        self.name.as_str()
+    }
+
+    /// The name as records keep it: the spec's own text, shared, once
+    /// [`share_name`](Self::share_name) made it shared (a copy before).
+    pub(crate) fn shared_name(&self) -> ToolName {
+        match &self.name {
+            Name::Shared(name) => name.clone(),
+            Name::Static(name) => ToolName::from(*name),
+        }
+    }
+
+    /// Makes a `'static` name shared text, which records can point at without a copy.
+    pub(crate) fn share_name(&mut self) {
+        if let Name::Static(name) = self.name {
+            self.name = Name::Shared(ToolName::from(name));
+        }
     }
 
     /// What the tool provides (one line).
@@ -138,7 +257,11 @@ impl ToolSpec {
     /// The tool's alternatives, in declaration order (the order routing tries them in
     /// within one severity, R1.5).
     pub fn alternatives(&self) -> &[AlternativeSpec] {
-        &self.alternatives
+        match &self.extra {
+            Extra::Plain { .. } => &[],
+            Extra::Owned { rare, .. } => &rare.alternatives,
+            Extra::Static { tool, .. } => tool.alternatives,
+        }
     }
 
     /// The manual fallback: what to do when the tool and its alternatives are unavailable.
@@ -148,44 +271,67 @@ impl ToolSpec {
 
     /// The tool's own failure threshold, when it overrides the policy's (R2.2).
     pub fn threshold(&self) -> Option<u32> {
-        self.threshold
+        match &self.extra {
+            Extra::Plain { .. } => None,
+            Extra::Owned { rare, .. } => rare.threshold,
+            Extra::Static { tool, .. } => tool.threshold,
+        }
     }
 
     /// The tool's own probe interval, when it overrides the policy's (R2.2).
     pub fn probe_every(&self) -> Option<u32> {
-        self.probe_every
+        match &self.extra {
+            Extra::Plain { .. } => None,
+            Extra::Owned { rare, .. } => rare.probe_every,
+            Extra::Static { tool, .. } => tool.probe_every,
+        }
     }
 
     /// Whether the tool is declared as caching: its results are labelled UNVERIFIED (R6.2).
     pub fn is_caching(&self) -> bool {
-        self.caches
+        self.extra.caches()
     }
 
     /// The server the tool lives on, if it is one of a group (B10): when a call finds the
     /// server unreachable, every tool of the same server goes down with it, as one event.
     pub fn server(&self) -> Option<&str> {
-        self.server.as_deref().map(|server| &**server)
+        self.rare()?.server.as_deref()
     }
 
     /// The deadline of one call to the tool (B13), if it has one: a call still running then
     /// is a timeout failure of the tool. `None` also for a timeout that could not be read
     /// (validation reports it).
     pub fn timeout(&self) -> Option<Duration> {
-        match self.timeout {
-            Some(TimeoutSpec::Set(d)) => Some(d),
-            _ => None,
+        match self.declared_timeout()?.as_ref() {
+            TimeoutSpec::Set(d) => Some(*d),
+            TimeoutSpec::Unreadable(_) => None,
+        }
+    }
+
+    /// The timeout as declared, readable or not.
+    pub(super) fn declared_timeout(&self) -> Option<Cow<'_, TimeoutSpec>> {
+        match &self.extra {
+            Extra::Plain { .. } => None,
+            Extra::Owned { rare, .. } => rare.timeout.as_ref().map(Cow::Borrowed),
+            Extra::Static {
+                timed, timeout_ms, ..
+            } => timed.then(|| {
+                Cow::Owned(TimeoutSpec::Set(Duration::from_millis(u64::from(
+                    *timeout_ms,
+                ))))
+            }),
         }
     }
 
     /// Whether a timeout was given, readable or not.
     #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn declares_timeout(&self) -> bool {
-        self.timeout.is_some()
+        self.declared_timeout().is_some()
     }
 
     /// Critical: no tool alternative exists (R1.3).
     pub fn is_critical(&self) -> bool {
-        self.alternatives.is_empty()
+        self.alternatives().is_empty()
     }
 }
 
@@ -210,7 +356,10 @@ impl ToolSpecBuilder {
 
     /// Adds an alternative, after those already added.
     pub fn alternative(mut self, alternative: impl Into<AlternativeSpec>) -> Self {
-        self.spec.alternatives.to_mut().push(alternative.into());
+        let alternative = alternative.into();
+        self.spec
+            .extra
+            .change(|rare| rare.alternatives.to_mut().push(alternative));
         self
     }
 
@@ -219,10 +368,11 @@ impl ToolSpecBuilder {
         mut self,
         alternatives: impl IntoIterator<Item = A>,
     ) -> Self {
-        self.spec
-            .alternatives
-            .to_mut()
-            .extend(alternatives.into_iter().map(Into::into));
+        self.spec.extra.change(|rare| {
+            rare.alternatives
+                .to_mut()
+                .extend(alternatives.into_iter().map(Into::into));
+        });
         self
     }
 
@@ -234,20 +384,24 @@ impl ToolSpecBuilder {
 
     /// Overrides the policy's failure threshold for this tool.
     pub fn threshold(mut self, threshold: u32) -> Self {
-        self.spec.threshold = Some(threshold);
+        self.spec
+            .extra
+            .change(|rare| rare.threshold = Some(threshold));
         self
     }
 
     /// Overrides the policy's probe interval for this tool.
     pub fn probe_every(mut self, probe_every: u32) -> Self {
-        self.spec.probe_every = Some(probe_every);
+        self.spec
+            .extra
+            .change(|rare| rare.probe_every = Some(probe_every));
         self
     }
 
     /// Declares that the tool caches (its documentation says so): every result is labelled
     /// UNVERIFIED with its date (R6.2).
     pub fn caches(mut self, caches: bool) -> Self {
-        self.spec.caches = caches;
+        self.spec.extra.set_caches(caches);
         self
     }
 
@@ -256,7 +410,9 @@ impl ToolSpecBuilder {
     /// unreachable ([`Failure::server_unreachable`](crate::Failure::server_unreachable)), and
     /// brought back together by one successful probe (B10).
     pub fn server(mut self, server: impl Into<Text>) -> Self {
-        self.spec.server = Some(Box::new(server.into()));
+        self.spec
+            .extra
+            .change(|rare| rare.server = Some(server.into()));
         self
     }
 
@@ -264,11 +420,10 @@ impl ToolSpecBuilder {
     /// answered and counted as the model's, never charged to the tool. Read by the MCP
     /// client for a foreign server's `isError` results (an empty list charges every error to
     /// the tool); a typed tool says it through [`Classify::blame`](crate::Classify::blame).
-    pub fn caller_errors(
-        mut self,
-        categories: impl IntoIterator<Item = crate::model::failure::FailureCategory>,
-    ) -> Self {
-        self.spec.caller_errors = Some(Box::new(categories.into_iter().collect()));
+    pub fn caller_errors(mut self, categories: impl IntoIterator<Item = FailureCategory>) -> Self {
+        self.spec
+            .extra
+            .change(|rare| rare.caller_errors = Some(categories.into_iter().collect()));
         self
     }
 
@@ -279,14 +434,19 @@ impl ToolSpecBuilder {
     /// [`MIN_TIMEOUT`]: super::MIN_TIMEOUT
     /// [`MAX_TIMEOUT`]: super::MAX_TIMEOUT
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.spec.timeout = Some(TimeoutSpec::Set(timeout));
+        self.spec
+            .extra
+            .change(|rare| rare.timeout = Some(TimeoutSpec::Set(timeout)));
         self
     }
 
     /// The timeout of `other`, as it was given (readable or not).
     #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn timeout_of(mut self, other: &ToolSpec) -> Self {
-        self.spec.timeout.clone_from(&other.timeout);
+        let timeout = other.declared_timeout().map(Cow::into_owned);
+        if timeout.is_some() || self.spec.declared_timeout().is_some() {
+            self.spec.extra.change(|rare| rare.timeout = timeout);
+        }
         self
     }
 
@@ -301,7 +461,7 @@ impl ToolSpecBuilder {
 
 impl From<ToolSpecBuilder> for ToolSpec {
     fn from(builder: ToolSpecBuilder) -> Self {
-        builder.spec
+        builder.build()
     }
 }
 
