@@ -1382,6 +1382,14 @@ capability_map:
         method: "search the documentation instead"
         degradation: "the documentation, not the wiki"
     fallback: "ask the user what the wiki says"
+  - tool: read_doc
+    provides: doc reading
+    threshold: 1
+    alternatives:
+      - tool: read_page
+        method: "read the wiki's page instead"
+        degradation: "the wiki's page, not the doc"
+    fallback: "ask the user"
 "#;
 
 /// A server made `optional` that refuses at build: the client starts with the other, names
@@ -1461,4 +1469,24 @@ async fn b17_an_optional_server_down_at_build_joins_when_the_health_pass_reaches
         .call("search_wiki", json!({ "query": "deploy" }))
         .await;
     assert!(!reply.is_error(), "{reply:?}");
+
+    // An alternative on the server that was up, naming a tool of the late one: routed to
+    // once that tool joined, without a restart.
+    docs.toolbox().broken.store(true, Ordering::SeqCst);
+    let reply = client.call("read_doc", json!({ "path": "a.md" })).await;
+    assert!(reply.is_error(), "{reply:?}");
+    assert_eq!(state(&client, "read_doc"), CircuitState::Open);
+    let reply = client.call("read_doc", json!({ "path": "b.md" })).await;
+    assert!(
+        matches!(
+            reply.outcome,
+            ReplyOutcome::Refused {
+                reason: SkipReason::Open
+            }
+        ),
+        "{reply:?}"
+    );
+    assert!(reply.text().contains("use read_page"), "{}", reply.text());
+    let route = reply.route.as_ref().expect("a route");
+    assert_eq!(route.to.as_deref(), Some("read_page"), "{route:?}");
 }

@@ -109,7 +109,7 @@ impl Engine {
             Route::Alternative(alt) => Some(alt.name().to_owned()),
             _ => None,
         });
-        let has_alternatives = !def.alternatives.is_empty();
+        let has_alternatives = def.has_alternatives();
         let mut standing = ToolStanding {
             tool: name.to_owned(),
             state: record.state(),

@@ -85,6 +85,13 @@ impl Engine {
             ids.push(id);
         }
         self.index_names(&ids);
+        // Tools registered before, whose alternatives name one of these (on a server that
+        // came up late): routed to from now on.
+        if first > 0 && !ids.is_empty() {
+            for def in &self.defs[..first] {
+                def.resolve_late(|name| self.id(name).filter(|id| id.index() as usize >= first));
+            }
+        }
         self.shares = None;
         ids
     }

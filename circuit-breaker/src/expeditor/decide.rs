@@ -71,7 +71,7 @@ impl<'a> Skip<'a> {
         // A tool without alternatives has one route whatever the state: said at once, without
         // the iterator (the refusal path of every generated method asks for it).
         if let Some(def) = self.slot.map(|s| &*s.def)
-            && def.alternatives.is_empty()
+            && !def.has_alternatives()
         {
             return if def.fallback_given {
                 Route::Fallback(def.spec.fallback())

@@ -156,7 +156,7 @@ impl<'a> Routes<'a> {
             // A tool without alternatives starts at its fallback: the two passes over none
             // would only cost the refusal path.
             pass: match def {
-                Some(def) if !def.alternatives.is_empty() => Pass::Low,
+                Some(def) if def.has_alternatives() => Pass::Low,
                 Some(_) => Pass::Fallback,
                 None => Pass::Scope,
             },
@@ -184,7 +184,7 @@ impl<'a> Iterator for Routes<'a> {
                         continue;
                     };
                     // Aligned with the spec's alternatives: one naming no tool is `None`.
-                    let tool = def.alternatives.get(self.index).copied().flatten();
+                    let tool = def.alternative(self.index);
                     let index = u32::try_from(self.index).unwrap_or(u32::MAX);
                     self.index += 1;
                     if spec.degradation().severity().is_high() != (self.pass == Pass::High) {
