@@ -319,14 +319,6 @@ fn init_logs(config: &Config) -> Result<Option<otel::Exporters>, String> {
     let filter = tracing_subscriber::filter::Targets::new()
         .with_default(level)
         .with_target("rmcp", level.min(tracing::Level::WARN));
-    // Below debug, the logs layer keeps no spans: recording a call's span fields costs
-    // every call some ten thousand instructions (about a third of the guard's own work on a
-    // call), for log lines that name their server and tool themselves.
-    let spans_too = level >= tracing::Level::DEBUG;
-    let filter = tracing_subscriber::filter::FilterExt::and(
-        filter,
-        tracing_subscriber::filter::filter_fn(move |meta| spans_too || meta.is_event()),
-    );
     // The level is the logs' alone: what is exported does not depend on how much is logged.
     let logs = tracing_subscriber::fmt::layer()
         .with_writer(writer)
