@@ -319,6 +319,9 @@ fn method_not_found(what: &str) -> ErrorData {
     )
 }
 
+// Each request's body is boxed: rmcp spawns every request as one future the size of the
+// largest handler's, and moves it several times on the way; boxed, the guard's is about the
+// size of a plain forwarder's (some 70 kB of copies a call less).
 impl ServerHandler for Guard {
     fn get_info(&self) -> ServerConfig {
         let config = ServerConfig::new(union(&self.shared.client))
@@ -334,15 +337,18 @@ impl ServerHandler for Guard {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
-        let peer = context.peer.clone();
-        let mut result = ServerHandler::initialize(&self.tools, request, context).await?;
-        // Made at each start of a session: an upstream that came up since adds its own.
-        result.capabilities = union(&self.shared.client);
-        result.server_info = self.shared.implementation.clone();
-        result.instructions = instructions(&self.shared.client);
-        // The latest client is the one the upstreams' own requests go to.
-        self.shared.downstream.attach(peer);
-        Ok(result)
+        Box::pin(async move {
+            let peer = context.peer.clone();
+            let mut result = ServerHandler::initialize(&self.tools, request, context).await?;
+            // Made at each start of a session: an upstream that came up since adds its own.
+            result.capabilities = union(&self.shared.client);
+            result.server_info = self.shared.implementation.clone();
+            result.instructions = instructions(&self.shared.client);
+            // The latest client is the one the upstreams' own requests go to.
+            self.shared.downstream.attach(peer);
+            Ok(result)
+        })
+        .await
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -354,7 +360,8 @@ impl ServerHandler for Guard {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        ServerHandler::list_tools(&self.tools, request, context).await
+        Box::pin(async move { ServerHandler::list_tools(&self.tools, request, context).await })
+            .await
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -366,37 +373,37 @@ impl ServerHandler for Guard {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let arguments = Value::Object(request.arguments.unwrap_or_default());
-        // The client's `_meta` goes upstream with the call: its progress token above all,
-        // so that the upstream's progress notifications name the client's request.
-        let meta = request
-            .meta
-            .or_else(|| (!context.meta.0.is_empty()).then(|| context.meta.clone()));
-        // Boxed: the guarded path's state is large, and rmcp moves each request's future
-        // several times when it spawns it (some 70 kB of copies a call, unboxed).
-        let call = Box::pin(
-            self.shared
+        Box::pin(async move {
+            let arguments = Value::Object(request.arguments.unwrap_or_default());
+            // The client's `_meta` goes upstream with the call: its progress token above all,
+            // so that the upstream's progress notifications name the client's request.
+            let meta = request
+                .meta
+                .or_else(|| (!context.meta.0.is_empty()).then(|| context.meta.clone()));
+            let call = self
+                .shared
                 .client
-                .call_tool_with_meta(&request.name, arguments, meta),
-        );
-        // Dropping the call when the client cancels (or leaves) drops its ticket: recorded
-        // as a cancellation, never as the tool's failure; the upstream is told too.
-        let mut closing = self.shared.closing.subscribe();
-        let guarded = tokio::select! {
-            guarded = call => Some(guarded),
-            () = context.ct.cancelled() => None,
-            _ = closing.wait_for(|closing| *closing) => None,
-        };
-        let Some(guarded) = guarded else {
-            return Err(ErrorData::internal_error(
-                format!("the call to {} was cancelled", request.name),
-                None,
-            ));
-        };
-        // A name that is no tool is answered as a tool error the model reads (the note says
-        // what it may call), as reference servers answer it: clients written against them
-        // treat a JSON-RPC error on `tools/call` as a broken connection, not a mistake.
-        Ok(to_result(guarded).into())
+                .call_tool_with_meta(&request.name, arguments, meta);
+            // Dropping the call when the client cancels (or leaves) drops its ticket: recorded
+            // as a cancellation, never as the tool's failure; the upstream is told too.
+            let mut closing = self.shared.closing.subscribe();
+            let guarded = tokio::select! {
+                guarded = call => Some(guarded),
+                () = context.ct.cancelled() => None,
+                _ = closing.wait_for(|closing| *closing) => None,
+            };
+            let Some(guarded) = guarded else {
+                return Err(ErrorData::internal_error(
+                    format!("the call to {} was cancelled", request.name),
+                    None,
+                ));
+            };
+            // A name that is no tool is answered as a tool error the model reads (the note says
+            // what it may call), as reference servers answer it: clients written against them
+            // treat a JSON-RPC error on `tools/call` as a broken connection, not a mistake.
+            Ok(to_result(guarded).into())
+        })
+        .await
     }
 
     async fn list_resources(
@@ -404,22 +411,25 @@ impl ServerHandler for Guard {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let mut all = Vec::new();
-        for (server, peer) in self.shared.upstreams(|c| c.resources.is_some()) {
-            match self.shared.pass(&server, peer.list_all_resources()).await {
-                Ok(resources) => {
-                    let mut owners = self.shared.owners();
-                    for resource in resources {
-                        owners
-                            .resources
-                            .insert(resource.uri.clone(), server.clone());
-                        all.push(resource);
+        Box::pin(async move {
+            let mut all = Vec::new();
+            for (server, peer) in self.shared.upstreams(|c| c.resources.is_some()) {
+                match self.shared.pass(&server, peer.list_all_resources()).await {
+                    Ok(resources) => {
+                        let mut owners = self.shared.owners();
+                        for resource in resources {
+                            owners
+                                .resources
+                                .insert(resource.uri.clone(), server.clone());
+                            all.push(resource);
+                        }
                     }
+                    Err(error) => tracing::warn!(%server, %error.message, "resources/list failed"),
                 }
-                Err(error) => tracing::warn!(%server, %error.message, "resources/list failed"),
             }
-        }
-        Ok(ListResourcesResult::with_all_items(all))
+            Ok(ListResourcesResult::with_all_items(all))
+        })
+        .await
     }
 
     async fn list_resource_templates(
@@ -427,35 +437,38 @@ impl ServerHandler for Guard {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let mut all = Vec::new();
-        for (server, peer) in self.shared.upstreams(|c| c.resources.is_some()) {
-            match self
-                .shared
-                .pass(&server, peer.list_all_resource_templates())
-                .await
-            {
-                Ok(templates) => {
-                    let mut owners = self.shared.owners();
-                    for template in templates {
-                        let prefix = template
-                            .uri_template
-                            .split('{')
-                            .next()
-                            .unwrap_or_default()
-                            .to_owned();
-                        owners
-                            .templates
-                            .retain(|(s, p)| !(*s == server && *p == prefix));
-                        owners.templates.push((server.clone(), prefix));
-                        all.push(template);
+        Box::pin(async move {
+            let mut all = Vec::new();
+            for (server, peer) in self.shared.upstreams(|c| c.resources.is_some()) {
+                match self
+                    .shared
+                    .pass(&server, peer.list_all_resource_templates())
+                    .await
+                {
+                    Ok(templates) => {
+                        let mut owners = self.shared.owners();
+                        for template in templates {
+                            let prefix = template
+                                .uri_template
+                                .split('{')
+                                .next()
+                                .unwrap_or_default()
+                                .to_owned();
+                            owners
+                                .templates
+                                .retain(|(s, p)| !(*s == server && *p == prefix));
+                            owners.templates.push((server.clone(), prefix));
+                            all.push(template);
+                        }
+                    }
+                    Err(error) => {
+                        tracing::warn!(%server, %error.message, "resources/templates/list failed");
                     }
                 }
-                Err(error) => {
-                    tracing::warn!(%server, %error.message, "resources/templates/list failed");
-                }
             }
-        }
-        Ok(ListResourceTemplatesResult::with_all_items(all))
+            Ok(ListResourceTemplatesResult::with_all_items(all))
+        })
+        .await
     }
 
     async fn read_resource(
@@ -463,13 +476,16 @@ impl ServerHandler for Guard {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let route = self.shared.resource_route(&request.uri);
-        self.shared
-            .first_answer(route, "resources", Some(&context), |peer| {
-                let request = request.clone();
-                async move { peer.read_resource_once(request).await }
-            })
-            .await
+        Box::pin(async move {
+            let route = self.shared.resource_route(&request.uri);
+            self.shared
+                .first_answer(route, "resources", Some(&context), |peer| {
+                    let request = request.clone();
+                    async move { peer.read_resource_once(request).await }
+                })
+                .await
+        })
+        .await
     }
 
     async fn subscribe(
@@ -477,13 +493,16 @@ impl ServerHandler for Guard {
         request: SubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let route = self.shared.resource_route(&request.uri);
-        self.shared
-            .first_answer(route, "resources/subscribe", None, |peer| {
-                let request = request.clone();
-                async move { peer.subscribe(request).await }
-            })
-            .await
+        Box::pin(async move {
+            let route = self.shared.resource_route(&request.uri);
+            self.shared
+                .first_answer(route, "resources/subscribe", None, |peer| {
+                    let request = request.clone();
+                    async move { peer.subscribe(request).await }
+                })
+                .await
+        })
+        .await
     }
 
     async fn unsubscribe(
@@ -491,13 +510,16 @@ impl ServerHandler for Guard {
         request: UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let route = self.shared.resource_route(&request.uri);
-        self.shared
-            .first_answer(route, "resources/unsubscribe", None, |peer| {
-                let request = request.clone();
-                async move { peer.unsubscribe(request).await }
-            })
-            .await
+        Box::pin(async move {
+            let route = self.shared.resource_route(&request.uri);
+            self.shared
+                .first_answer(route, "resources/unsubscribe", None, |peer| {
+                    let request = request.clone();
+                    async move { peer.unsubscribe(request).await }
+                })
+                .await
+        })
+        .await
     }
 
     async fn list_prompts(
@@ -505,20 +527,23 @@ impl ServerHandler for Guard {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let mut all = Vec::new();
-        for (server, peer) in self.shared.upstreams(|c| c.prompts.is_some()) {
-            match self.shared.pass(&server, peer.list_all_prompts()).await {
-                Ok(prompts) => {
-                    let mut owners = self.shared.owners();
-                    for prompt in prompts {
-                        owners.prompts.insert(prompt.name.clone(), server.clone());
-                        all.push(prompt);
+        Box::pin(async move {
+            let mut all = Vec::new();
+            for (server, peer) in self.shared.upstreams(|c| c.prompts.is_some()) {
+                match self.shared.pass(&server, peer.list_all_prompts()).await {
+                    Ok(prompts) => {
+                        let mut owners = self.shared.owners();
+                        for prompt in prompts {
+                            owners.prompts.insert(prompt.name.clone(), server.clone());
+                            all.push(prompt);
+                        }
                     }
+                    Err(error) => tracing::warn!(%server, %error.message, "prompts/list failed"),
                 }
-                Err(error) => tracing::warn!(%server, %error.message, "prompts/list failed"),
             }
-        }
-        Ok(ListPromptsResult::with_all_items(all))
+            Ok(ListPromptsResult::with_all_items(all))
+        })
+        .await
     }
 
     async fn get_prompt(
@@ -526,19 +551,22 @@ impl ServerHandler for Guard {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let owner = self.shared.owners().prompts.get(&request.name).cloned();
-        let route: Vec<_> = self
-            .shared
-            .upstreams(|c| c.prompts.is_some())
-            .into_iter()
-            .filter(|(s, _)| owner.as_ref().is_none_or(|o| o == s))
-            .collect();
-        self.shared
-            .first_answer(route, "prompts", Some(&context), |peer| {
-                let request = request.clone();
-                async move { peer.get_prompt_once(request).await }
-            })
-            .await
+        Box::pin(async move {
+            let owner = self.shared.owners().prompts.get(&request.name).cloned();
+            let route: Vec<_> = self
+                .shared
+                .upstreams(|c| c.prompts.is_some())
+                .into_iter()
+                .filter(|(s, _)| owner.as_ref().is_none_or(|o| o == s))
+                .collect();
+            self.shared
+                .first_answer(route, "prompts", Some(&context), |peer| {
+                    let request = request.clone();
+                    async move { peer.get_prompt_once(request).await }
+                })
+                .await
+        })
+        .await
     }
 
     async fn complete(
@@ -546,27 +574,32 @@ impl ServerHandler for Guard {
         request: CompleteRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        let owner = match &request.r#ref {
-            Reference::Prompt(prompt) => self.shared.owners().prompts.get(&prompt.name).cloned(),
-            Reference::Resource(resource) => self
+        Box::pin(async move {
+            let owner = match &request.r#ref {
+                Reference::Prompt(prompt) => {
+                    self.shared.owners().prompts.get(&prompt.name).cloned()
+                }
+                Reference::Resource(resource) => self
+                    .shared
+                    .resource_route(&resource.uri)
+                    .first()
+                    .map(|(s, _)| s.clone()),
+                _ => None,
+            };
+            let route: Vec<_> = self
                 .shared
-                .resource_route(&resource.uri)
-                .first()
-                .map(|(s, _)| s.clone()),
-            _ => None,
-        };
-        let route: Vec<_> = self
-            .shared
-            .upstreams(|c| c.completions.is_some())
-            .into_iter()
-            .filter(|(s, _)| owner.as_ref().is_none_or(|o| o == s))
-            .collect();
-        self.shared
-            .first_answer(route, "completion", None, |peer| {
-                let request = request.clone();
-                async move { peer.complete(request).await }
-            })
-            .await
+                .upstreams(|c| c.completions.is_some())
+                .into_iter()
+                .filter(|(s, _)| owner.as_ref().is_none_or(|o| o == s))
+                .collect();
+            self.shared
+                .first_answer(route, "completion", None, |peer| {
+                    let request = request.clone();
+                    async move { peer.complete(request).await }
+                })
+                .await
+        })
+        .await
     }
 
     async fn set_level(
@@ -574,20 +607,23 @@ impl ServerHandler for Guard {
         request: SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let upstreams = self.shared.upstreams(|c| c.logging.is_some());
-        if upstreams.is_empty() {
-            return Err(method_not_found("logging"));
-        }
-        for (server, peer) in upstreams {
-            if let Err(error) = self
-                .shared
-                .pass(&server, peer.set_level(request.clone()))
-                .await
-            {
-                tracing::warn!(%server, %error.message, "logging/setLevel failed");
+        Box::pin(async move {
+            let upstreams = self.shared.upstreams(|c| c.logging.is_some());
+            if upstreams.is_empty() {
+                return Err(method_not_found("logging"));
             }
-        }
-        Ok(())
+            for (server, peer) in upstreams {
+                if let Err(error) = self
+                    .shared
+                    .pass(&server, peer.set_level(request.clone()))
+                    .await
+                {
+                    tracing::warn!(%server, %error.message, "logging/setLevel failed");
+                }
+            }
+            Ok(())
+        })
+        .await
     }
 
     async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
