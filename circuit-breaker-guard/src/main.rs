@@ -521,50 +521,59 @@ fn add_upstream(
     }
 }
 
+/// The client's side of stdio, as rmcp's transport takes it.
+type StdioPair = (
+    Box<dyn tokio::io::AsyncRead + Send + Unpin>,
+    Box<dyn tokio::io::AsyncWrite + Send + Unpin>,
+);
+
 /// The client's stdin and stdout on the event loop, when both are pipes or sockets (as the
 /// clients that spawn the guard make them). tokio's own stdin and stdout hand every read and
 /// write to its blocking pool: a hand-off to another thread and back per message each way.
 /// A terminal or a file keeps tokio's.
 #[cfg(unix)]
-fn stdio_on_event_loop() -> Option<(
-    Box<dyn tokio::io::AsyncRead + Send + Unpin>,
-    Box<dyn tokio::io::AsyncWrite + Send + Unpin>,
-)> {
+fn stdio_on_event_loop() -> Option<StdioPair> {
     use std::os::fd::{AsFd as _, OwnedFd};
     use std::os::unix::fs::FileTypeExt as _;
     use tokio::net::unix::pipe;
-    let kind = |fd: &OwnedFd| {
+    // Whether `fd` is a pipe (`Some(true)`) or a socket (`Some(false)`).
+    let is_pipe = |fd: &OwnedFd| {
         let file_type = std::fs::File::from(fd.try_clone().ok()?)
             .metadata()
             .ok()?
             .file_type();
         (file_type.is_fifo() || file_type.is_socket()).then_some(file_type.is_fifo())
     };
+    let socket = |fd: OwnedFd| {
+        let stream = std::os::unix::net::UnixStream::from(fd);
+        stream.set_nonblocking(true).ok()?;
+        tokio::net::UnixStream::from_std(stream).ok()
+    };
     let input = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
     let output = std::io::stdout().as_fd().try_clone_to_owned().ok()?;
     // Both checked before either is made non-blocking: a fallback to tokio's stdio on a
     // non-blocking descriptor would read `WouldBlock` as an error.
-    let (input_fifo, output_fifo) = (kind(&input)?, kind(&output)?);
-    let read: Box<dyn tokio::io::AsyncRead + Send + Unpin> = if input_fifo {
+    let (input_pipe, output_pipe) = (is_pipe(&input)?, is_pipe(&output)?);
+    let read: Box<dyn tokio::io::AsyncRead + Send + Unpin> = if input_pipe {
         Box::new(pipe::Receiver::from_owned_fd(input).ok()?)
     } else {
-        let stream = std::os::unix::net::UnixStream::from(input);
-        stream.set_nonblocking(true).ok()?;
-        Box::new(tokio::net::UnixStream::from_std(stream).ok()?)
+        Box::new(socket(input)?)
     };
-    let write: Box<dyn tokio::io::AsyncWrite + Send + Unpin> = if output_fifo {
+    let write: Box<dyn tokio::io::AsyncWrite + Send + Unpin> = if output_pipe {
         Box::new(pipe::Sender::from_owned_fd(output).ok()?)
     } else {
-        let stream = std::os::unix::net::UnixStream::from(output);
-        stream.set_nonblocking(true).ok()?;
-        Box::new(tokio::net::UnixStream::from_std(stream).ok()?)
+        Box::new(socket(output)?)
     };
     Some((read, write))
 }
 
+#[cfg(not(unix))]
+fn stdio_on_event_loop() -> Option<StdioPair> {
+    None
+}
+
 async fn serve_stdio(shared: Arc<proxy::Shared>) -> ExitCode {
     let guard = proxy::Guard::new(shared);
-    #[cfg(unix)]
     let served = match stdio_on_event_loop() {
         Some(io) => guard.serve(io).await,
         None => {
@@ -573,10 +582,6 @@ async fn serve_stdio(shared: Arc<proxy::Shared>) -> ExitCode {
                 .await
         }
     };
-    #[cfg(not(unix))]
-    let served = guard
-        .serve(agent_circuit_breaker::mcp::rmcp::transport::stdio())
-        .await;
     let running = match served {
         Ok(running) => running,
         Err(error) => {

@@ -25,20 +25,25 @@ use crate::report::ModelNote;
 use crate::{CallError, CircuitState, Failure, FailureCategory, Refusal, Routed};
 
 impl Server {
-    /// Calls `tool` (the server's own name for it) with the deadline — the tool's own
-    /// `timeout` when its spec has one (B13), else the server's — and classifies what comes
-    /// back; with `keep`, the request carries its `_meta` and the result is kept as it came.
+    /// Calls `tool` (the server's own name for it) with `arguments` (an object) and the
+    /// deadline — the tool's own `timeout` when its spec has one (B13), else the server's —
+    /// and classifies what comes back; with `keep`, the request carries its `_meta` and the
+    /// result is kept as it came, a success read into a value only when `value_wanted`.
     pub(super) async fn call_tool(
         &self,
         tool: &str,
-        arguments: Map<String, Value>,
+        arguments: Value,
         own_deadline: Option<Duration>,
         keep: Option<&mut Keep>,
+        value_wanted: bool,
     ) -> Outcome {
         let Some((peer, generation)) = self.peer() else {
             return Outcome::Failed(self.unreachable("not connected"));
         };
-        let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        if let Value::Object(arguments) = arguments {
+            params = params.with_arguments(arguments);
+        }
         let mut keep = keep;
         if let Some(keep) = keep.as_deref_mut() {
             params.meta = keep.meta.take();
@@ -58,29 +63,25 @@ impl Server {
                 ),
                 FailureCategory::Timeout,
             )),
-            Ok(Ok(result)) => match keep {
-                // Kept for the caller as it came: a success is not read into a value the
-                // caller does not use (unless the cache's digest needs it), and the result
-                // is moved, not copied; an `isError` result is read for its message first.
-                Some(keep) if result.is_error != Some(true) => {
-                    let value = if keep.value {
-                        classify::value_of(&result)
+            Ok(Ok(result)) => {
+                let answered = result.is_error != Some(true);
+                let Some(keep) = keep else {
+                    return if answered {
+                        Outcome::Answered(classify::into_value(result))
                     } else {
-                        Value::Null
+                        classify_result(&result)
                     };
-                    keep.result = Some(result);
-                    Outcome::Answered(value)
-                }
-                Some(keep) => {
-                    let outcome = classify_result(&result);
-                    keep.result = Some(result);
-                    outcome
-                }
-                None if result.is_error != Some(true) => {
-                    Outcome::Answered(classify::into_value(result))
-                }
-                None => classify_result(&result),
-            },
+                };
+                // Kept for the caller as it came, moved rather than copied; a success is not
+                // read into a value no one reads (the cache's digest does read it).
+                let outcome = if answered && !value_wanted {
+                    Outcome::Answered(Value::Null)
+                } else {
+                    classify_result(&result)
+                };
+                keep.result = Some(result);
+                outcome
+            }
             Ok(Err(error)) => self.classify_error(tool, error, generation),
         }
     }
@@ -137,20 +138,18 @@ impl Inner {
             Value::Null => Value::Object(Map::new()),
             other => other,
         };
-        // Checked as the `Value` it came in (the validator reads one), then taken apart.
-        let check = match &arguments {
-            Value::Object(_) => entry.check.check(&arguments),
-            other => Err(format!(
+        // Checked as the `Value` it came in (the validator reads one), and sent as it is.
+        let check = if arguments.is_object() {
+            entry.check.check(&arguments)
+        } else {
+            Err(format!(
                 "the arguments must be a JSON object, not {}",
-                kind_of(other)
-            )),
+                kind_of(&arguments)
+            ))
         };
         if let Err(message) = check {
             return Reply::bad_arguments(expeditor, name, &message);
         }
-        let Value::Object(arguments) = arguments else {
-            return Reply::bad_arguments(expeditor, name, &"the arguments must be a JSON object");
-        };
         let server = &self.servers[entry.server];
         if expeditor.state(entry.id) == Some(CircuitState::Closed)
             && server.health_stale(self.health_ttl)
@@ -199,21 +198,17 @@ impl Inner {
         name: &str,
         entry: &Entry,
         server: &Server,
-        arguments: Map<String, Value>,
+        arguments: Value,
         keep: Option<&mut Keep>,
     ) -> Reply {
         let expeditor = &self.expeditor;
         let caching = expeditor.is_caching(entry.id);
-        let args = caching.then(|| digest(&Value::Object(arguments.clone()).to_string()));
-        let mut keep = keep;
-        if let Some(keep) = keep.as_deref_mut() {
-            keep.value = caching;
-        }
+        let args = caching.then(|| digest(&arguments.to_string()));
         // The caller has the server's result itself: the reply carries no copy of it.
         let kept_only = keep.is_some() && !caching;
         let own_deadline = expeditor.spec(entry.id).and_then(ToolSpec::timeout);
         let outcome = server
-            .call_tool(&entry.remote, arguments, own_deadline, keep)
+            .call_tool(&entry.remote, arguments, own_deadline, keep, caching)
             .await;
         match outcome {
             Outcome::Answered(value) => {

@@ -88,7 +88,7 @@ fn texts(content: &[ContentBlock]) -> Option<String> {
 
 /// A successful result's value: its structured content, else its text (JSON when it parses,
 /// else a string), else (images, resources) its content blocks as JSON.
-pub(super) fn value_of(result: &CallToolResult) -> Value {
+fn value_of(result: &CallToolResult) -> Value {
     match &result.structured_content {
         Some(value) => value.clone(),
         None => unstructured_value(result),

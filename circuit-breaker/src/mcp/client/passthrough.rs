@@ -35,9 +35,6 @@ pub(super) struct Keep {
     pub(super) meta: Option<RequestMetaObject>,
     /// The server's result, untouched.
     pub(super) result: Option<CallToolResult>,
-    /// Whether the reply needs the result read into a value too (the cache's digest of a
-    /// caching tool); otherwise a success is only kept.
-    pub(super) value: bool,
 }
 
 impl McpClient {
@@ -58,10 +55,7 @@ impl McpClient {
         arguments: Value,
         meta: Option<RequestMetaObject>,
     ) -> GuardedResult {
-        let mut keep = Keep {
-            meta,
-            ..Keep::default()
-        };
+        let mut keep = Keep { meta, result: None };
         let reply = self
             .inner
             .dispatch_keeping(name, arguments, Some(&mut keep))
