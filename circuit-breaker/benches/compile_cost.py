@@ -136,7 +136,7 @@ def write_crate(path: Path, variant: str, tools: int, optimized: bool) -> None:
     runtime = (ROOT / "circuit-breaker").as_posix()
     # Optionally build proc macros (and syn, darling) optimized, as a user can choose to.
     profile = "\n[profile.dev.build-override]\nopt-level = 3\n" if optimized else ""
-    deps = f'circuit-breaker = {{ path = "{runtime}" }}\n'
+    deps = f'agent-circuit-breaker = {{ path = "{runtime}" }}\n'
     if hand_structs(variant):
         # As circuit-breaker itself has them, so the build shares their artifacts.
         deps += ('serde = { version = "1", features = ["derive"] }\n'

@@ -3,6 +3,7 @@
 use std::fmt;
 
 pub use crate::capability::{AlternativeSpec, CapabilityMap, Degradation, ToolSpec};
+pub use crate::clock::Timestamp;
 pub use crate::executor::outcome::ToolResult;
 pub use crate::executor::{
     CallError, Deadline, Freshen, Plan, Routed, finish_dated, finish_fresh, keep_last_good, plan,
@@ -170,6 +171,42 @@ impl Drop for CallScope {
 #[inline(never)]
 fn exit_span(span: &Span) {
     span.with_subscriber(|(id, dispatch)| dispatch.exit(id));
+}
+
+/// The whole guarded call of a sync tool with no adapter, deadline, label or precheck, the
+/// shape most tools of a `#[toolbox]` have: the call's span entered, the expeditor asked, the
+/// tool run through `run` when allowed and its outcome finished as [`finish_dated`] does, or
+/// the refusal traced and returned.
+///
+/// One generic body shared by every such tool, rather than the same match generated into each
+/// method: rustc checks that once instead of once per tool (compile time), and inlined whole
+/// it is the code the match was.
+///
+/// # Errors
+/// [`CallError::Failed`] (or [`CallError::Rejected`]) when the tool fails,
+/// [`CallError::Refused`] when it must not be called.
+#[inline(always)]
+#[allow(clippy::inline_always)]
+pub fn call_direct<T, E>(
+    expeditor: &Expeditor,
+    tool: impl Into<ToolId>,
+    names: (&'static str, &'static str),
+    failure: fn(&E) -> Failure,
+    dated: fn(&T) -> Option<Timestamp>,
+    run: impl FnOnce() -> Result<T, E>,
+) -> Result<Routed<T>, CallError<E>> {
+    let _scope = CallScope::enter(names.0, names.1);
+    let tool = tool.into();
+    match expeditor.decide(tool) {
+        Decision::Call(ticket) | Decision::Probe(ticket) => {
+            finish_dated(expeditor, ticket, None, run(), failure, dated)
+        }
+        decision => {
+            let refusal = refuse(expeditor, tool, &decision);
+            trace_refusal(&refusal);
+            Err(CallError::Refused(refusal))
+        }
+    }
 }
 
 /// The `execute_tool` span a guarded method of a toolbox runs in (B12): the one an outer

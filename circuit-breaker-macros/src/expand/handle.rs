@@ -7,6 +7,7 @@ use quote::{format_ident, quote};
 use syn::Ident;
 
 use super::Generated;
+use super::outcome_fns::OutcomeFns;
 use super::runtime::{PRIVATE, module};
 use super::span::{kept, over};
 use crate::check::{Checked, CheckedTool};
@@ -58,10 +59,13 @@ pub fn inherent_impl(checked: &Checked<'_>, generated: &Generated) -> TokenStrea
     let (impl_generics, ty_generics, where_clause) = item.generics.split_for_impl();
     let (enum_ident, handle_ident) = (&generated.tool_enum, &generated.handle);
     let constructors = constructors(checked, enum_ident);
-    let methods = checked
+    let outcome_fns = OutcomeFns::new(checked);
+    let methods: Vec<TokenStream> = checked
         .tools
         .iter()
-        .map(|tool| super::method::handle_method(checked, tool, enum_ident));
+        .map(|tool| super::method::handle_method(checked, tool, enum_ident, &outcome_fns))
+        .collect();
+    let outcome_fns = outcome_fns.items();
     // Taking the handle apart drops its stale caches, whose types name `ToolResult`: spanned
     // over a `serve_stale` tool's return type, as the caches are (see `definition`).
     let by_value = match stale_tools(checked).next() {
@@ -95,6 +99,8 @@ pub fn inherent_impl(checked: &Checked<'_>, generated: &Generated) -> TokenStrea
 
             #(#methods)*
         }
+
+        #outcome_fns
     }
 }
 

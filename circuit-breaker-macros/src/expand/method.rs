@@ -8,6 +8,7 @@ use syn::Ident;
 
 use super::adapter::{self, Signature};
 use super::handle::stale_field;
+use super::outcome_fns::OutcomeFns;
 use super::runtime::{PRIVATE, RUNTIME};
 use super::span::{kept, over};
 use crate::check::{Checked, CheckedTool, MethodRef};
@@ -18,8 +19,9 @@ pub fn handle_method(
     checked: &Checked<'_>,
     tool: &CheckedTool<'_>,
     enum_ident: &Ident,
+    outcome_fns: &OutcomeFns,
 ) -> TokenStream {
-    let method = Method::new(checked, tool, enum_ident);
+    let method = Method::new(checked, tool, enum_ident, outcome_fns);
     let sig = &tool.tool.sig;
     let ident = &tool.tool.ident;
     let asyncness = &sig.asyncness;
@@ -67,15 +69,24 @@ struct Method<'c, 'a> {
     enum_ident: &'c Ident,
     /// The parameters' names, as the handle method passes them on.
     args: Vec<&'c Ident>,
+    /// The shared functions the answer is read with (failure, data time), by index; `None`
+    /// for closures of its own.
+    outcome_fns: Option<usize>,
 }
 
 impl<'c, 'a> Method<'c, 'a> {
-    fn new(checked: &'c Checked<'a>, tool: &'c CheckedTool<'a>, enum_ident: &'c Ident) -> Self {
+    fn new(
+        checked: &'c Checked<'a>,
+        tool: &'c CheckedTool<'a>,
+        enum_ident: &'c Ident,
+        outcome_fns: &'c OutcomeFns,
+    ) -> Self {
         Method {
             checked,
             tool,
             enum_ident,
             args: tool.tool.arg_names().collect(),
+            outcome_fns: outcome_fns.index(tool),
         }
     }
 
@@ -88,6 +99,9 @@ impl<'c, 'a> Method<'c, 'a> {
     /// the call's `execute_tool` span (B12): entered around the body of a sync method; the
     /// body of an async one is instrumented with it (a guard must not live across `.await`).
     fn body(&self) -> TokenStream {
+        if let Some(body) = self.direct_call() {
+            return body;
+        }
         let hashed = self.tool.freshness || self.tool.serve_stale;
         let args = &self.args;
         let args_digest = if hashed {
@@ -125,6 +139,52 @@ impl<'c, 'a> Method<'c, 'a> {
         }
     }
 
+    /// The body of the commonest tool, one call of the runtime's `call_direct`: sync, through
+    /// `&self` or no receiver, with no adapter, deadline, label or precheck. `None` for any
+    /// other. (`&mut self` is left out: a closure of an edition-2018 crate would borrow all of
+    /// `self`, the expeditor too.)
+    fn direct_call(&self) -> Option<TokenStream> {
+        let (tool, sig) = (self.tool, &self.tool.tool.sig);
+        let simple = !sig.is_async()
+            && sig.receiver != Receiver::Mut
+            && self.tool.adapters().next().is_none()
+            && tool.timeout.is_none()
+            && !self.labelled()
+            && tool.prechecks.is_empty()
+            && super::outcome_fns::names_a_result(&sig.output);
+        if !simple {
+            return None;
+        }
+        let (enum_ident, variant) = (self.enum_ident, &tool.variant);
+        let name = &tool.tool.name;
+        let span_name = format!("execute_tool {name}");
+        let call = call(
+            self.checked,
+            sig.receiver,
+            &tool.tool.ident,
+            &self.args,
+            false,
+            Span::call_site(),
+        );
+        let run = self.as_result(&call);
+        let failure = OutcomeFns::failure(self.outcome_fns);
+        let dated = OutcomeFns::dated(self.outcome_fns);
+        // Its types name `ToolResult`: over the return type, as all its uses.
+        Some(over(
+            &sig.output,
+            quote! {
+                #PRIVATE::call_direct(
+                    &self.expeditor,
+                    #enum_ident::#variant,
+                    (#name, #span_name),
+                    #failure,
+                    #dated,
+                    || #run,
+                )
+            },
+        ))
+    }
+
     /// Runs the pre-call checks the checked model lists for this tool (R10): its own, and
     /// those of the alternatives its adapters go through.
     fn prechecks(&self) -> TokenStream {
@@ -159,7 +219,7 @@ impl<'c, 'a> Method<'c, 'a> {
             (quote!(#PRIVATE::None), quote!(|_| #PRIVATE::None))
         };
         let value_ty = self.value_ty();
-        let dated = dated();
+        let dated = OutcomeFns::dated(self.outcome_fns);
         // Its type names `ToolResult`: over the return type, as all its uses.
         let freshen = over(
             &self.tool.tool.sig.output,
@@ -206,11 +266,11 @@ impl<'c, 'a> Method<'c, 'a> {
         route: &TokenStream,
         result: &TokenStream,
     ) -> TokenStream {
-        let failure = quote!(|__cb_error| (&&&#PRIVATE::Wrap(__cb_error)).__cb_failure());
+        let failure = OutcomeFns::failure(self.outcome_fns);
         let finished = if self.labelled() {
             quote!(#PRIVATE::finish_fresh(&self.expeditor, #ticket, #route, #result, #failure, &__cb_freshen))
         } else {
-            let dated = dated();
+            let dated = OutcomeFns::dated(self.outcome_fns);
             quote!(#PRIVATE::finish_dated(&self.expeditor, #ticket, #route, #result, #failure, #dated))
         };
         if self.tool.serve_stale {
@@ -390,12 +450,6 @@ impl<'c, 'a> Method<'c, 'a> {
             }
         }
     }
-}
-
-/// Every tool's value is dated when its type is `Dated` (R6.3): through autoref, so the date
-/// check is a constant `None` (and compiles away) for any other type.
-fn dated() -> TokenStream {
-    quote!(|__cb_value| (&&#PRIVATE::DateOf(__cb_value)).__cb_data_time())
 }
 
 /// How the handle reaches a method: through `self.toolbox` or as an associated function.

@@ -10,6 +10,7 @@ mod handle;
 mod json;
 mod map;
 mod method;
+mod outcome_fns;
 mod runtime;
 mod span;
 mod tool_enum;

@@ -6,6 +6,7 @@
 
 mod alternatives;
 mod attr;
+mod lazy;
 mod meta;
 mod model;
 mod rmcp;
@@ -14,7 +15,7 @@ mod tool;
 use darling::Error;
 use darling::error::Accumulator;
 use proc_macro2::{Span, TokenStream};
-use syn::{ImplItem, ImplItemFn, ItemImpl, Type};
+use syn::{ImplItem, ImplItemFn, Type};
 
 pub use alternatives::Degradation;
 pub use model::{Method, Receiver, Tool, Toolbox, nameable, type_text, unraw};
@@ -22,7 +23,7 @@ pub use model::{Method, Receiver, Tool, Toolbox, nameable, type_text, unraw};
 /// Parses `#[toolbox(args)] impl ..` into a model, pushing every mistake into `errors`.
 /// Returns `None` when the item is not an impl block at all.
 pub fn parse(args: TokenStream, input: TokenStream, errors: &mut Accumulator) -> Option<Toolbox> {
-    let Ok(item) = syn::parse2::<ItemImpl>(input.clone()) else {
+    let Some(item) = lazy::item_impl(input.clone()) else {
         errors.push(not_an_impl(input));
         return None;
     };

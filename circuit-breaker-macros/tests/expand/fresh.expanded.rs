@@ -243,9 +243,7 @@ const _: () = {
                 digest: |__cb_value| _cb::__private_v0_1::Some(
                     _cb::__private_v0_1::digest(__cb_value),
                 ),
-                dated: |__cb_value| {
-                    (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
-                },
+                dated: __cb_dated_0,
             };
             match self.expeditor.decide(IndexTool::Search) {
                 _cb::__private_v0_1::Decision::Call(__cb_ticket)
@@ -260,9 +258,7 @@ const _: () = {
                         > as _cb::__private_v0_1::ToolResult>::into_result(
                             self.toolbox.search(query),
                         ),
-                        |__cb_error| {
-                            (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
-                        },
+                        __cb_failure_0,
                         &__cb_freshen,
                     );
                     _cb::__private_v0_1::keep_last_good(
@@ -305,9 +301,7 @@ const _: () = {
                 tool: _cb::__private_v0_1::ToolId::from(IndexTool::Lookup),
                 args: _cb::__private_v0_1::None,
                 digest: |_| _cb::__private_v0_1::None,
-                dated: |__cb_value| {
-                    (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
-                },
+                dated: __cb_dated_1,
             };
             match self.expeditor.decide(IndexTool::Lookup) {
                 _cb::__private_v0_1::Decision::Call(__cb_ticket)
@@ -322,9 +316,7 @@ const _: () = {
                         > as _cb::__private_v0_1::ToolResult>::into_result(
                             self.toolbox.lookup(key),
                         ),
-                        |__cb_error| {
-                            (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
-                        },
+                        __cb_failure_1,
                         &__cb_freshen,
                     )
                 }
@@ -343,6 +335,39 @@ const _: () = {
                 }
             }
         }
+    }
+    #[inline]
+    fn __cb_failure_0(
+        __cb_error: &<Result<
+            Vec<String>,
+            std::io::Error,
+        > as _cb::__private_v0_1::ToolResult>::Err,
+    ) -> _cb::__private_v0_1::Failure {
+        (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
+    }
+    #[inline]
+    fn __cb_dated_0(
+        __cb_value: &<Result<
+            Vec<String>,
+            std::io::Error,
+        > as _cb::__private_v0_1::ToolResult>::Ok,
+    ) -> _cb::__private_v0_1::core::option::Option<_cb::__private_v0_1::Timestamp> {
+        (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
+    }
+    #[inline]
+    fn __cb_failure_1(
+        __cb_error: &<Result<
+            u64,
+            std::io::Error,
+        > as _cb::__private_v0_1::ToolResult>::Err,
+    ) -> _cb::__private_v0_1::Failure {
+        (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
+    }
+    #[inline]
+    fn __cb_dated_1(
+        __cb_value: &<Result<u64, std::io::Error> as _cb::__private_v0_1::ToolResult>::Ok,
+    ) -> _cb::__private_v0_1::core::option::Option<_cb::__private_v0_1::Timestamp> {
+        (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
     }
     #[allow(
         clippy::needless_pass_by_value,

@@ -269,12 +269,8 @@ const _: () = {
                         > as _cb::__private_v0_1::ToolResult>::into_result(
                             self.toolbox.grep(pattern, under),
                         ),
-                        |__cb_error| {
-                            (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
-                        },
-                        |__cb_value| {
-                            (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
-                        },
+                        __cb_failure_0,
+                        __cb_dated_0,
                     )
                 }
                 _cb::__private_v0_1::Plan::Adapter {
@@ -335,12 +331,8 @@ const _: () = {
                                     .grep_with_rg(__cb_adapter_arg0, __cb_adapter_arg1)
                             }),
                         ),
-                        |__cb_error| {
-                            (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
-                        },
-                        |__cb_value| {
-                            (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
-                        },
+                        __cb_failure_0,
+                        __cb_dated_0,
                     )
                 }
                 _cb::__private_v0_1::Plan::Refuse(__cb_refusal) => {
@@ -375,12 +367,8 @@ const _: () = {
                                     > as _cb::__private_v0_1::ToolResult>::into_result(
                                         self.toolbox.bash(command).await,
                                     ),
-                                    |__cb_error| {
-                                        (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
-                                    },
-                                    |__cb_value| {
-                                        (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
-                                    },
+                                    __cb_failure_1,
+                                    __cb_dated_1,
                                 )
                             }
                             __cb_decision => {
@@ -407,46 +395,69 @@ const _: () = {
         #[inline(always)]
         #[allow(clippy::inline_always)]
         pub fn now(&self) -> _cb::outcome::Outcome<Result<u64, std::io::Error>> {
-            let __cb_scope = _cb::__private_v0_1::CallScope::enter(
-                "now",
-                "execute_tool now",
-            );
-            match self.expeditor.decide(WorkspaceTool::Now) {
-                _cb::__private_v0_1::Decision::Call(__cb_ticket)
-                | _cb::__private_v0_1::Decision::Probe(__cb_ticket) => {
-                    _cb::__private_v0_1::finish_dated(
-                        &self.expeditor,
-                        __cb_ticket,
-                        _cb::__private_v0_1::None,
-                        <Result<
-                            u64,
-                            std::io::Error,
-                        > as _cb::__private_v0_1::ToolResult>::into_result(
-                            <Workspace>::now(),
-                        ),
-                        |__cb_error| {
-                            (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
-                        },
-                        |__cb_value| {
-                            (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
-                        },
-                    )
-                }
-                __cb_decision => {
-                    let __cb_refusal = _cb::__private_v0_1::refuse(
-                        &self.expeditor,
-                        _cb::__private_v0_1::ToolId::from(WorkspaceTool::Now),
-                        &__cb_decision,
-                    );
-                    {
-                        _cb::__private_v0_1::trace_refusal(&__cb_refusal);
-                        _cb::__private_v0_1::Err(
-                            _cb::__private_v0_1::CallError::Refused(__cb_refusal),
-                        )
-                    }
-                }
-            }
+            _cb::__private_v0_1::call_direct(
+                &self.expeditor,
+                WorkspaceTool::Now,
+                ("now", "execute_tool now"),
+                __cb_failure_2,
+                __cb_dated_2,
+                || <Result<
+                    u64,
+                    std::io::Error,
+                > as _cb::__private_v0_1::ToolResult>::into_result(<Workspace>::now()),
+            )
         }
+    }
+    #[inline]
+    fn __cb_failure_0(
+        __cb_error: &<Result<
+            Vec<String>,
+            std::io::Error,
+        > as _cb::__private_v0_1::ToolResult>::Err,
+    ) -> _cb::__private_v0_1::Failure {
+        (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
+    }
+    #[inline]
+    fn __cb_dated_0(
+        __cb_value: &<Result<
+            Vec<String>,
+            std::io::Error,
+        > as _cb::__private_v0_1::ToolResult>::Ok,
+    ) -> _cb::__private_v0_1::core::option::Option<_cb::__private_v0_1::Timestamp> {
+        (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
+    }
+    #[inline]
+    fn __cb_failure_1(
+        __cb_error: &<Result<
+            String,
+            std::io::Error,
+        > as _cb::__private_v0_1::ToolResult>::Err,
+    ) -> _cb::__private_v0_1::Failure {
+        (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
+    }
+    #[inline]
+    fn __cb_dated_1(
+        __cb_value: &<Result<
+            String,
+            std::io::Error,
+        > as _cb::__private_v0_1::ToolResult>::Ok,
+    ) -> _cb::__private_v0_1::core::option::Option<_cb::__private_v0_1::Timestamp> {
+        (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
+    }
+    #[inline]
+    fn __cb_failure_2(
+        __cb_error: &<Result<
+            u64,
+            std::io::Error,
+        > as _cb::__private_v0_1::ToolResult>::Err,
+    ) -> _cb::__private_v0_1::Failure {
+        (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
+    }
+    #[inline]
+    fn __cb_dated_2(
+        __cb_value: &<Result<u64, std::io::Error> as _cb::__private_v0_1::ToolResult>::Ok,
+    ) -> _cb::__private_v0_1::core::option::Option<_cb::__private_v0_1::Timestamp> {
+        (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
     }
     #[derive(
         _cb::__private_v0_1::serde::Deserialize,

@@ -262,12 +262,8 @@ const _: () = {
                         > as _cb::__private_v0_1::ToolResult>::into_result(
                             self.toolbox.grep(pattern),
                         ),
-                        |__cb_error| {
-                            (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
-                        },
-                        |__cb_value| {
-                            (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
-                        },
+                        __cb_failure_0,
+                        __cb_dated_0,
                     )
                 }
                 _cb::__private_v0_1::Plan::Adapter {
@@ -327,12 +323,8 @@ const _: () = {
                                 self.toolbox.grep_with_rg(__cb_adapter_arg0)
                             }),
                         ),
-                        |__cb_error| {
-                            (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
-                        },
-                        |__cb_value| {
-                            (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
-                        },
+                        __cb_failure_0,
+                        __cb_dated_0,
                     )
                 }
                 _cb::__private_v0_1::Plan::Refuse(__cb_refusal) => {
@@ -351,45 +343,19 @@ const _: () = {
             &self,
             command: &str,
         ) -> _cb::outcome::Outcome<Result<String, std::io::Error>> {
-            let __cb_scope = _cb::__private_v0_1::CallScope::enter(
-                "bash",
-                "execute_tool bash",
-            );
-            match self.expeditor.decide(WorkspaceTool::Bash) {
-                _cb::__private_v0_1::Decision::Call(__cb_ticket)
-                | _cb::__private_v0_1::Decision::Probe(__cb_ticket) => {
-                    _cb::__private_v0_1::finish_dated(
-                        &self.expeditor,
-                        __cb_ticket,
-                        _cb::__private_v0_1::None,
-                        <Result<
-                            String,
-                            std::io::Error,
-                        > as _cb::__private_v0_1::ToolResult>::into_result(
-                            self.toolbox.bash(command),
-                        ),
-                        |__cb_error| {
-                            (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
-                        },
-                        |__cb_value| {
-                            (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
-                        },
-                    )
-                }
-                __cb_decision => {
-                    let __cb_refusal = _cb::__private_v0_1::refuse(
-                        &self.expeditor,
-                        _cb::__private_v0_1::ToolId::from(WorkspaceTool::Bash),
-                        &__cb_decision,
-                    );
-                    {
-                        _cb::__private_v0_1::trace_refusal(&__cb_refusal);
-                        _cb::__private_v0_1::Err(
-                            _cb::__private_v0_1::CallError::Refused(__cb_refusal),
-                        )
-                    }
-                }
-            }
+            _cb::__private_v0_1::call_direct(
+                &self.expeditor,
+                WorkspaceTool::Bash,
+                ("bash", "execute_tool bash"),
+                __cb_failure_1,
+                __cb_dated_1,
+                || <Result<
+                    String,
+                    std::io::Error,
+                > as _cb::__private_v0_1::ToolResult>::into_result(
+                    self.toolbox.bash(command),
+                ),
+            )
         }
         ///
         /// Guarded `WebSearch`: asks the expeditor first; see [the handle](Self).
@@ -417,12 +383,8 @@ const _: () = {
                                     > as _cb::__private_v0_1::ToolResult>::into_result(
                                         self.toolbox.web_search(query).await,
                                     ),
-                                    |__cb_error| {
-                                        (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
-                                    },
-                                    |__cb_value| {
-                                        (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
-                                    },
+                                    __cb_failure_2,
+                                    __cb_dated_2,
                                 )
                             }
                             __cb_decision => {
@@ -444,6 +406,58 @@ const _: () = {
                 )
                 .await
         }
+    }
+    #[inline]
+    fn __cb_failure_0(
+        __cb_error: &<Result<
+            Vec<String>,
+            std::io::Error,
+        > as _cb::__private_v0_1::ToolResult>::Err,
+    ) -> _cb::__private_v0_1::Failure {
+        (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
+    }
+    #[inline]
+    fn __cb_dated_0(
+        __cb_value: &<Result<
+            Vec<String>,
+            std::io::Error,
+        > as _cb::__private_v0_1::ToolResult>::Ok,
+    ) -> _cb::__private_v0_1::core::option::Option<_cb::__private_v0_1::Timestamp> {
+        (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
+    }
+    #[inline]
+    fn __cb_failure_1(
+        __cb_error: &<Result<
+            String,
+            std::io::Error,
+        > as _cb::__private_v0_1::ToolResult>::Err,
+    ) -> _cb::__private_v0_1::Failure {
+        (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
+    }
+    #[inline]
+    fn __cb_dated_1(
+        __cb_value: &<Result<
+            String,
+            std::io::Error,
+        > as _cb::__private_v0_1::ToolResult>::Ok,
+    ) -> _cb::__private_v0_1::core::option::Option<_cb::__private_v0_1::Timestamp> {
+        (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
+    }
+    #[inline]
+    fn __cb_failure_2(
+        __cb_error: &<std::io::Result<
+            Vec<String>,
+        > as _cb::__private_v0_1::ToolResult>::Err,
+    ) -> _cb::__private_v0_1::Failure {
+        (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
+    }
+    #[inline]
+    fn __cb_dated_2(
+        __cb_value: &<std::io::Result<
+            Vec<String>,
+        > as _cb::__private_v0_1::ToolResult>::Ok,
+    ) -> _cb::__private_v0_1::core::option::Option<_cb::__private_v0_1::Timestamp> {
+        (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
     }
     #[allow(
         clippy::needless_pass_by_value,

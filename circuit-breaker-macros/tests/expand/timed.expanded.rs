@@ -253,12 +253,8 @@ const _: () = {
                                             > as _cb::__private_v0_1::ToolResult>::into_result(
                                                 __cb_output,
                                             ),
-                                            |__cb_error| {
-                                                (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
-                                            },
-                                            |__cb_value| {
-                                                (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
-                                            },
+                                            __cb_failure_0,
+                                            __cb_dated_0,
                                         )
                                     }
                                     _cb::__private_v0_1::None => {
@@ -341,12 +337,8 @@ const _: () = {
                                                         ((String,), Result<Vec<String>, std::io::Error>),
                                                     >>::output(__cb_output),
                                                 ),
-                                                |__cb_error| {
-                                                    (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
-                                                },
-                                                |__cb_value| {
-                                                    (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
-                                                },
+                                                __cb_failure_0,
+                                                __cb_dated_0,
                                             )
                                         }
                                         _cb::__private_v0_1::None => {
@@ -408,12 +400,8 @@ const _: () = {
                             > as _cb::__private_v0_1::ToolResult>::into_result(
                                 __cb_output,
                             ),
-                            |__cb_error| {
-                                (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
-                            },
-                            |__cb_value| {
-                                (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
-                            },
+                            __cb_failure_1,
+                            __cb_dated_1,
                         )
                     }
                 }
@@ -432,6 +420,42 @@ const _: () = {
                 }
             }
         }
+    }
+    #[inline]
+    fn __cb_failure_0(
+        __cb_error: &<Result<
+            Vec<String>,
+            std::io::Error,
+        > as _cb::__private_v0_1::ToolResult>::Err,
+    ) -> _cb::__private_v0_1::Failure {
+        (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
+    }
+    #[inline]
+    fn __cb_dated_0(
+        __cb_value: &<Result<
+            Vec<String>,
+            std::io::Error,
+        > as _cb::__private_v0_1::ToolResult>::Ok,
+    ) -> _cb::__private_v0_1::core::option::Option<_cb::__private_v0_1::Timestamp> {
+        (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
+    }
+    #[inline]
+    fn __cb_failure_1(
+        __cb_error: &<Result<
+            String,
+            std::io::Error,
+        > as _cb::__private_v0_1::ToolResult>::Err,
+    ) -> _cb::__private_v0_1::Failure {
+        (&&&_cb::__private_v0_1::Wrap(__cb_error)).__cb_failure()
+    }
+    #[inline]
+    fn __cb_dated_1(
+        __cb_value: &<Result<
+            String,
+            std::io::Error,
+        > as _cb::__private_v0_1::ToolResult>::Ok,
+    ) -> _cb::__private_v0_1::core::option::Option<_cb::__private_v0_1::Timestamp> {
+        (&&_cb::__private_v0_1::DateOf(__cb_value)).__cb_data_time()
     }
     #[allow(
         clippy::needless_pass_by_value,
