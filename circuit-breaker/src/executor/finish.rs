@@ -198,8 +198,10 @@ pub fn finish_fresh<T, E>(
 /// memory on every path).
 ///
 /// Inlined, the check whether anyone listens comes first: when nobody does, the refusal's
-/// state (a lookup) is never read.
-#[inline]
+/// state (a lookup) is never read. Always inlined: out of line, the check alone is a call on
+/// every refusal of a generated method.
+#[inline(always)]
+#[allow(clippy::inline_always)]
 pub fn trace_refusal(refusal: &Refusal) {
     if crate::telemetry::wanted() {
         trace_refusal_now(refusal);
