@@ -166,15 +166,20 @@ where
             return;
         }
         let Some(span) = ctx.span(id) else { return };
+        // A generated method's span says its tool where the visit would find it; its other
+        // fields are empty when it opens.
+        let opening = crate::telemetry::opening();
         let mut call = Call {
             start: Instant::now(),
-            tool: None,
+            tool: opening.map(shared_name),
             error_type: None,
             route: None,
             route_tool: None,
             cancelled: false,
         };
-        attrs.record(&mut call);
+        if opening.is_none() {
+            attrs.record(&mut call);
+        }
         span.extensions_mut().replace(call);
     }
 

@@ -79,6 +79,8 @@ pub(crate) use events::{cancelled, labelled, refused, routed, traced_failure};
 pub use span::execute_tool;
 #[cfg(feature = "mcp")]
 pub(crate) use span::{mcp_client_span, record_mcp};
+#[cfg(feature = "otel")]
+pub(crate) use span::opening;
 pub(crate) use span::{named_call_span, wanted};
 
 /// The target of every span and event of this crate.

@@ -55,6 +55,39 @@ thread_local! {
     static OFFERED: Cell<u64> = const { Cell::new(0) };
 }
 
+#[cfg(feature = "otel")]
+thread_local! {
+    /// The tool of the `execute_tool` span a generated method is opening on this thread, while
+    /// it opens it: the metrics layer takes the name from here rather than visiting the span's
+    /// two dozen fields for it (most of what its `on_new_span` cost).
+    static OPENING: Cell<Option<&'static str>> = const { Cell::new(None) };
+}
+
+/// The tool whose span is being opened on this thread by a generated method, if one is.
+#[cfg(feature = "otel")]
+pub(crate) fn opening() -> Option<&'static str> {
+    OPENING.with(Cell::get)
+}
+
+/// Sets [`OPENING`] while it lives (cleared even if a subscriber panics).
+#[cfg(feature = "otel")]
+struct Opening;
+
+#[cfg(feature = "otel")]
+impl Opening {
+    fn set(tool: &'static str) -> Self {
+        OPENING.with(|opening| opening.set(Some(tool)));
+        Opening
+    }
+}
+
+#[cfg(feature = "otel")]
+impl Drop for Opening {
+    fn drop(&mut self) {
+        OPENING.with(|opening| opening.set(None));
+    }
+}
+
 /// Opens the `execute_tool` span for a call of `tool` that an outer layer makes: run the
 /// guarded call inside it (`span.in_scope(..)`, `.instrument(span)`), and the call records
 /// into it instead of opening its own. Record what you know on it first:
@@ -99,10 +132,12 @@ pub(crate) fn call_span(tool: &str, tool_type: &'static str) -> Span {
 /// [`call_span`] of a generated method, which knows its span's name, `execute_tool <tool>`,
 /// at compile time: the bridge copies it rather than formatting it on every call.
 #[inline]
-pub(crate) fn named_call_span(tool: &str, name: &'static str) -> Span {
+pub(crate) fn named_call_span(tool: &'static str, name: &'static str) -> Span {
     if !wanted() {
         return Span::none();
     }
+    #[cfg(feature = "otel")]
+    let _opening = Opening::set(tool);
     open(tool, "function", Some(name)).0
 }
 
