@@ -4,6 +4,7 @@
 use std::cell::RefCell;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use opentelemetry::{KeyValue, StringValue};
@@ -15,6 +16,7 @@ use tracing::{Event, Metadata, Subscriber};
 use tracing_subscriber::layer::{Context, Filter, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
+use super::open;
 use super::{
     CANCELLED, CAUSE, ERROR_TYPE, EVENT, OPERATION_NAME, OTHER, ROUTE, ROUTE_TOOL, STATE, Shared,
     TOOL, TOOL_NAME, TOOLS,
@@ -61,10 +63,23 @@ impl<S> Filter<S> for OurTarget {
 /// The layer behind [`Telemetry::layer`].
 pub(super) struct CallMetrics {
     pub(super) shared: Arc<Shared>,
+    /// Tells this layer's open calls from another's on the same thread ([`open`]).
+    pub(super) id: u64,
 }
 
-/// What the layer keeps of one `execute_tool` span, in its extensions.
-struct Call {
+impl CallMetrics {
+    pub(super) fn new(shared: Arc<Shared>) -> Self {
+        static LAYERS: AtomicU64 = AtomicU64::new(0);
+        CallMetrics {
+            shared,
+            id: LAYERS.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+}
+
+/// What the layer keeps of one `execute_tool` span: in this thread's open calls for a sync
+/// generated method ([`open`]), else in the span's extensions.
+pub(super) struct Call {
     start: Instant,
     tool: Option<Arc<ToolCell>>,
     error_type: Option<&'static str>,
@@ -195,28 +210,46 @@ where
         if attrs.metadata().name() != SPAN_NAME {
             return;
         }
-        let Some(span) = ctx.span(id) else { return };
         // A generated method's span says its tool where the visit would find it; its other
         // fields are empty when it opens.
         let opening = crate::telemetry::opening();
         let mut call = Call {
             start: Instant::now(),
-            tool: opening.map(tool_cell),
+            tool: opening.map(|opened| tool_cell(opened.tool)),
             error_type: None,
             route: None,
             route_tool: None,
             cancelled: false,
         };
-        if opening.is_none() {
-            attrs.record(&mut call);
+        match opening {
+            Some(opened) if opened.sync => match open::keep(self.id, id.into_u64(), call) {
+                Ok(()) => return,
+                Err(back) => call = back,
+            },
+            Some(_) => {}
+            None => attrs.record(&mut call),
         }
+        let Some(span) = ctx.span(id) else { return };
         span.extensions_mut().replace(call);
     }
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        if open::with(self.id, id.into_u64(), |call| values.record(call)).is_some() {
+            return;
+        }
         let Some(span) = ctx.span(id) else { return };
         if let Some(call) = span.extensions_mut().get_mut::<Call>() {
             values.record(call);
+        }
+    }
+
+    fn on_enter(&self, id: &Id, _: Context<'_, S>) {
+        open::enter(self.id, id.into_u64());
+    }
+
+    fn on_exit(&self, id: &Id, _: Context<'_, S>) {
+        if let Some(call) = open::exit(self.id, id.into_u64()) {
+            self.finish(call);
         }
     }
 
@@ -258,10 +291,22 @@ where
     }
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        match open::close(self.id, id.into_u64()) {
+            open::Closed::Kept(call) => return self.finish(call),
+            open::Closed::Measured => return,
+            open::Closed::Unknown => {}
+        }
         let Some(span) = ctx.span(&id) else { return };
         let Some(call) = span.extensions_mut().remove::<Call>() else {
             return;
         };
+        self.finish(call);
+    }
+}
+
+impl CallMetrics {
+    /// The call's measurements, when its span closes (a sync method's: when it is left).
+    fn finish(&self, call: Call) {
         let seconds = call.start.elapsed().as_secs_f64();
         // A name the model made up is not a tool: not an attribute (unbounded cardinality).
         let cell = call

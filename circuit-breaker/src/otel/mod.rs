@@ -124,6 +124,7 @@ use crate::expeditor::WeakExpeditor;
 
 mod gauges;
 mod layer;
+mod open;
 
 use gauges::{observe_budget, observe_states};
 use layer::{CallMetrics, OurTarget};
@@ -310,10 +311,7 @@ impl Telemetry {
     where
         S: Subscriber + for<'span> LookupSpan<'span>,
     {
-        CallMetrics {
-            shared: Arc::clone(&self.shared),
-        }
-        .with_filter(OurTarget)
+        CallMetrics::new(Arc::clone(&self.shared)).with_filter(OurTarget)
     }
 
     /// Registers `expeditor` for the gauges (circuit state per tool, budget), read at each
