@@ -210,6 +210,7 @@ where
         if attrs.metadata().name() != SPAN_NAME {
             return;
         }
+        open::forget_left();
         // A generated method's span says its tool where the visit would find it; its other
         // fields are empty when it opens.
         let opening = crate::telemetry::opening();
@@ -309,20 +310,19 @@ impl CallMetrics {
     fn finish(&self, call: Call) {
         let seconds = call.start.elapsed().as_secs_f64();
         // A name the model made up is not a tool: not an attribute (unbounded cardinality).
-        let cell = call
+        let known = call
             .tool
             .filter(|_| call.error_type != Some(ErrorType::UnknownTool.as_str()));
-        let tool = cell.as_deref().map(ToolCell::attribute);
+        let tool = known.as_deref().map(ToolCell::attribute);
         let error = call.error_type.map(|e| KeyValue::new(ERROR_TYPE, e));
 
-        match (&cell, &error) {
-            (Some(cell), None) => self.shared.duration.record(seconds, &cell.answered),
-            _ => {
-                let operation = KeyValue::new(OPERATION_NAME, SPAN_NAME);
-                with_attributes(operation, tool.cloned(), error.clone(), |attributes| {
-                    self.shared.duration.record(seconds, attributes);
-                });
-            }
+        if let (Some(known), None) = (&known, &error) {
+            self.shared.duration.record(seconds, &known.answered);
+        } else {
+            let operation = KeyValue::new(OPERATION_NAME, SPAN_NAME);
+            with_attributes(operation, tool.cloned(), error.clone(), |attributes| {
+                self.shared.duration.record(seconds, attributes);
+            });
         }
         if let Some(error) = error.filter(|_| call.error_type.is_some_and(is_refusal)) {
             with_attributes(error, tool.cloned(), None, |attributes| {

@@ -27,22 +27,22 @@ thread_local! {
     static LEFT: Cell<Option<(u64, u64)>> = const { Cell::new(None) };
 }
 
-/// Forgets [`LEFT`]: any callback but the close that follows the leaving.
-fn forget_left() {
+/// Forgets [`LEFT`]: any callback but the close that follows the leaving (a new span may
+/// take the id of one that closed elsewhere).
+pub(super) fn forget_left() {
     let _ = LEFT.try_with(|left| left.set(None));
 }
 
 /// Keeps `call` for `span` of `layer`; gives it back when this thread keeps as many as it may
 /// (or is being torn down).
 pub(super) fn keep(layer: u64, span: u64, call: Call) -> Result<(), Call> {
-    forget_left();
     let mut call = Some(call);
     let kept = OPEN.try_with(|open| {
         let Ok(mut open) = open.try_borrow_mut() else {
             return false;
         };
-        // A span id is reused only once its span has closed: an entry of the same id is one
-        // whose span closed where this thread did not see it (on another thread), stale.
+        // A span id is reused only once its span has closed: an entry of the same id is
+        // stale, its span closed without this thread seeing it left.
         open.retain(|o| !(o.layer == layer && o.span == span));
         if open.len() >= KEPT {
             return false;
