@@ -13,7 +13,10 @@
 //! setup, the same in both runs, cancels out. Paths: `healthy-{ours,toolbox,recloser}`,
 //! `healthy-service` (a service's time policy; prints the clock reads, which must be none),
 //! `refusal-{ours,toolbox,recloser}`, `failure-{ours,toolbox,recloser,failsafe}`, `build-1000`
-//! (the memory row's build; run with `--tool=dhat` for where its bytes go). The tools, the
+//! (the memory row's build; run with `--tool=dhat` for where its bytes go), and with
+//! `--features otel` `telemetry-{spans,lean,metrics,both}` (`healthy-toolbox` under the
+//! `telemetry` group's setups of `breakers.rs`: spans exported, the lean bridge, metrics only,
+//! spans + metrics). The tools, the
 //! policies and the peers' settings are those of `breakers.rs`. Run by `cargo bench` with no
 //! path, it prints this list and does nothing.
 //!
@@ -253,6 +256,67 @@ fn failure_toolbox(n: u64) {
     }
 }
 
+/// `healthy-toolbox` under one of the `telemetry` group's subscribers (see `breakers.rs`):
+/// `spans` (the bridge on an SDK tracer exporting into a sink), `lean` (the bridge without
+/// its optional work), `metrics` (`otel::Telemetry`'s layer), `both` (spans + metrics).
+#[cfg(feature = "otel")]
+#[inline(never)]
+fn telemetry(setup: &str, n: u64) {
+    use opentelemetry::metrics::MeterProvider as _;
+    use opentelemetry::trace::TracerProvider as _;
+    use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
+    use opentelemetry_sdk::trace::SdkTracerProvider;
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    #[derive(Debug)]
+    struct Discard;
+    impl opentelemetry_sdk::trace::SpanExporter for Discard {
+        fn export(
+            &self,
+            batch: Vec<opentelemetry_sdk::trace::SpanData>,
+        ) -> impl Future<Output = opentelemetry_sdk::error::OTelSdkResult> + Send {
+            drop(black_box(batch));
+            std::future::ready(Ok(()))
+        }
+    }
+
+    let guarded = GuardedBench::with_expeditor(Bench, fixed);
+    let tracer_provider = SdkTracerProvider::builder()
+        .with_simple_exporter(Discard)
+        .build();
+    let reader = PeriodicReader::builder(InMemoryMetricExporter::default())
+        .with_interval(Duration::from_secs(3_600))
+        .build();
+    let meter_provider = SdkMeterProvider::builder().with_reader(reader).build();
+    let telemetry = agent_circuit_breaker::otel::Telemetry::new(&meter_provider.meter("bench"));
+    telemetry.observe(guarded.expeditor());
+    let spans = || tracing_opentelemetry::layer().with_tracer(tracer_provider.tracer("bench"));
+    let registry = tracing_subscriber::registry;
+    let dispatch = match setup {
+        "spans" => tracing::Dispatch::new(registry().with(spans())),
+        "lean" => tracing::Dispatch::new(
+            registry().with(
+                spans()
+                    .with_location(false)
+                    .with_threads(false)
+                    .with_tracked_inactivity(false)
+                    .with_context_activation(false),
+            ),
+        ),
+        "metrics" => tracing::Dispatch::new(registry().with(telemetry.layer())),
+        "both" => tracing::Dispatch::new(registry().with(spans()).with(telemetry.layer())),
+        _ => {
+            println!("telemetry-{{spans,lean,metrics,both}}");
+            return;
+        }
+    };
+    tracing::dispatcher::with_default(&dispatch, || {
+        for x in 0..n {
+            black_box(guarded.work(black_box(x)).ok().map(|r| r.value));
+        }
+    });
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let path = args.next().unwrap_or_default();
@@ -315,10 +379,14 @@ fn main() {
             black_box(&expeditor);
             std::mem::forget(expeditor);
         }
+        #[cfg(feature = "otel")]
+        telemetry if telemetry.starts_with("telemetry-") => {
+            self::telemetry(&telemetry["telemetry-".len()..], n);
+        }
         _ => println!(
             "paths: a path and a count, for callgrind: healthy-{{ours,toolbox,recloser,service}}, \
              refusal-{{ours,toolbox,recloser}}, failure-{{ours,toolbox,recloser,failsafe}}, \
-             build-1000"
+             build-1000, telemetry-{{spans,lean,metrics,both}} (feature otel)"
         ),
     }
 }

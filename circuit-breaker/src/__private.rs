@@ -149,7 +149,7 @@ impl CallScope {
     #[cold]
     #[inline(never)]
     fn enter_span(tool: &'static str, name: &'static str) -> Self {
-        let span = crate::telemetry::named_call_span(tool, name);
+        let span = crate::telemetry::named_call_span(tool, name, true);
         if span.is_disabled() {
             return CallScope(None);
         }
@@ -214,7 +214,7 @@ pub fn call_direct<T, E>(
 /// the span's name, `execute_tool <tool>`.
 #[inline]
 pub fn call_span(tool: &'static str, name: &'static str) -> Span {
-    crate::telemetry::named_call_span(tool, name)
+    crate::telemetry::named_call_span(tool, name, false)
 }
 
 /// Wraps a tool's error for autoref-specialized classification: an error that implements

@@ -12,6 +12,8 @@
 pub mod b12_mcp_spans;
 #[path = "b12_otel.rs"]
 pub mod b12_otel;
+#[path = "b12_otel_sync.rs"]
+pub mod b12_otel_sync;
 #[path = "b12_spans.rs"]
 pub mod b12_spans;
 #[path = "b12_telemetry_example.rs"]

@@ -4,6 +4,7 @@
 use std::cell::RefCell;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use opentelemetry::{KeyValue, StringValue};
@@ -15,6 +16,7 @@ use tracing::{Event, Metadata, Subscriber};
 use tracing_subscriber::layer::{Context, Filter, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
+use super::open;
 use super::{
     CANCELLED, CAUSE, ERROR_TYPE, EVENT, OPERATION_NAME, OTHER, ROUTE, ROUTE_TOOL, STATE, Shared,
     TOOL, TOOL_NAME, TOOLS,
@@ -61,12 +63,25 @@ impl<S> Filter<S> for OurTarget {
 /// The layer behind [`Telemetry::layer`].
 pub(super) struct CallMetrics {
     pub(super) shared: Arc<Shared>,
+    /// Tells this layer's open calls from another's on the same thread ([`open`]).
+    pub(super) id: u64,
 }
 
-/// What the layer keeps of one `execute_tool` span, in its extensions.
-struct Call {
+impl CallMetrics {
+    pub(super) fn new(shared: Arc<Shared>) -> Self {
+        static LAYERS: AtomicU64 = AtomicU64::new(0);
+        CallMetrics {
+            shared,
+            id: LAYERS.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+}
+
+/// What the layer keeps of one `execute_tool` span: in this thread's open calls for a sync
+/// generated method ([`open`]), else in the span's extensions.
+pub(super) struct Call {
     start: Instant,
-    tool: Option<StringValue>,
+    tool: Option<Arc<ToolCell>>,
     error_type: Option<&'static str>,
     route: Option<StringValue>,
     route_tool: Option<StringValue>,
@@ -83,7 +98,7 @@ impl Visit for Call {
 
     fn record_str(&mut self, field: &Field, value: &str) {
         match field.name() {
-            TOOL_NAME => self.tool = Some(shared_name(value)),
+            TOOL_NAME => self.tool = Some(tool_cell(value)),
             ERROR_TYPE => self.error_type = Some(error_type(value)),
             ROUTE => self.route = Some(word(value)),
             ROUTE_TOOL => self.route_tool = Some(shared_name(value)),
@@ -131,30 +146,60 @@ fn word(value: &str) -> StringValue {
     }
 }
 
-/// Tool names seen by this thread, shared: a name costs one allocation per thread, not one
-/// per call.
+/// What the layer knows of a tool, shared by its calls: its name, and the attributes of a
+/// call of it that answered, built once, so that a healthy call hands the SDK a ready slice
+/// (no attribute made, cloned or dropped per call).
+struct ToolCell {
+    name: StringValue,
+    /// `gen_ai.operation.name`, `gen_ai.tool.name`.
+    answered: [KeyValue; 2],
+}
+
+impl ToolCell {
+    fn new(name: StringValue) -> Self {
+        ToolCell {
+            answered: [
+                KeyValue::new(OPERATION_NAME, SPAN_NAME),
+                KeyValue::new(TOOL_NAME, name.clone()),
+            ],
+            name,
+        }
+    }
+
+    /// The `gen_ai.tool.name` attribute.
+    fn attribute(&self) -> &KeyValue {
+        &self.answered[1]
+    }
+}
+
+/// Tools seen by this thread, shared: a tool costs its cell once per thread, not per call.
 const NAMES_KEPT: usize = 64;
 
 thread_local! {
-    static NAMES: RefCell<Vec<Arc<str>>> = const { RefCell::new(Vec::new()) };
+    static CELLS: RefCell<Vec<Arc<ToolCell>>> = const { RefCell::new(Vec::new()) };
 }
 
-fn shared_name(name: &str) -> StringValue {
-    let cached = NAMES.try_with(|names| {
-        let mut names = names.try_borrow_mut().ok()?;
-        if let Some(known) = names.iter().find(|known| &***known == name) {
+fn tool_cell(name: &str) -> Arc<ToolCell> {
+    let cached = CELLS.try_with(|tools| {
+        let mut tools = tools.try_borrow_mut().ok()?;
+        if let Some(known) = tools.iter().find(|known| known.name.as_str() == name) {
             return Some(Arc::clone(known));
         }
-        let new: Arc<str> = Arc::from(name);
-        if names.len() < NAMES_KEPT {
-            names.push(Arc::clone(&new));
+        let new = Arc::new(ToolCell::new(StringValue::from(Arc::<str>::from(name))));
+        if tools.len() < NAMES_KEPT {
+            tools.push(Arc::clone(&new));
         }
         Some(new)
     });
     match cached {
-        Ok(Some(name)) => StringValue::from(name),
-        _ => StringValue::from(name.to_owned()),
+        Ok(Some(cell)) => cell,
+        _ => Arc::new(ToolCell::new(StringValue::from(name.to_owned()))),
     }
+}
+
+/// A tool's name, shared per thread (see [`tool_cell`]).
+fn shared_name(name: &str) -> StringValue {
+    tool_cell(name).name.clone()
 }
 
 impl<S> Layer<S> for CallMetrics
@@ -165,23 +210,47 @@ where
         if attrs.metadata().name() != SPAN_NAME {
             return;
         }
-        let Some(span) = ctx.span(id) else { return };
+        open::forget_left();
+        // A generated method's span says its tool where the visit would find it; its other
+        // fields are empty when it opens.
+        let opening = crate::telemetry::opening();
         let mut call = Call {
             start: Instant::now(),
-            tool: None,
+            tool: opening.map(|opened| tool_cell(opened.tool)),
             error_type: None,
             route: None,
             route_tool: None,
             cancelled: false,
         };
-        attrs.record(&mut call);
+        match opening {
+            Some(opened) if opened.sync => match open::keep(self.id, id.into_u64(), call) {
+                Ok(()) => return,
+                Err(back) => call = back,
+            },
+            Some(_) => {}
+            None => attrs.record(&mut call),
+        }
+        let Some(span) = ctx.span(id) else { return };
         span.extensions_mut().replace(call);
     }
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        if open::with(self.id, id.into_u64(), |call| values.record(call)).is_some() {
+            return;
+        }
         let Some(span) = ctx.span(id) else { return };
         if let Some(call) = span.extensions_mut().get_mut::<Call>() {
             values.record(call);
+        }
+    }
+
+    fn on_enter(&self, id: &Id, _: Context<'_, S>) {
+        open::enter(self.id, id.into_u64());
+    }
+
+    fn on_exit(&self, id: &Id, _: Context<'_, S>) {
+        if let Some(call) = open::exit(self.id, id.into_u64()) {
+            self.finish(call);
         }
     }
 
@@ -223,29 +292,45 @@ where
     }
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        match open::close(self.id, id.into_u64()) {
+            open::Closed::Kept(call) => return self.finish(call),
+            open::Closed::Measured => return,
+            open::Closed::Unknown => {}
+        }
         let Some(span) = ctx.span(&id) else { return };
         let Some(call) = span.extensions_mut().remove::<Call>() else {
             return;
         };
+        self.finish(call);
+    }
+}
+
+impl CallMetrics {
+    /// The call's measurements, when its span closes (a sync method's: when it is left).
+    fn finish(&self, call: Call) {
         let seconds = call.start.elapsed().as_secs_f64();
         // A name the model made up is not a tool: not an attribute (unbounded cardinality).
-        let tool = call
+        let known = call
             .tool
-            .filter(|_| call.error_type != Some(ErrorType::UnknownTool.as_str()))
-            .map(|tool| KeyValue::new(TOOL_NAME, tool));
+            .filter(|_| call.error_type != Some(ErrorType::UnknownTool.as_str()));
+        let tool = known.as_deref().map(ToolCell::attribute);
         let error = call.error_type.map(|e| KeyValue::new(ERROR_TYPE, e));
 
-        let operation = KeyValue::new(OPERATION_NAME, SPAN_NAME);
-        with_attributes(operation, tool.clone(), error.clone(), |attributes| {
-            self.shared.duration.record(seconds, attributes);
-        });
+        if let (Some(known), None) = (&known, &error) {
+            self.shared.duration.record(seconds, &known.answered);
+        } else {
+            let operation = KeyValue::new(OPERATION_NAME, SPAN_NAME);
+            with_attributes(operation, tool.cloned(), error.clone(), |attributes| {
+                self.shared.duration.record(seconds, attributes);
+            });
+        }
         if let Some(error) = error.filter(|_| call.error_type.is_some_and(is_refusal)) {
-            with_attributes(error, tool.clone(), None, |attributes| {
+            with_attributes(error, tool.cloned(), None, |attributes| {
                 self.shared.rejections.add(1, attributes);
             });
         }
         if call.cancelled {
-            match &tool {
+            match tool {
                 Some(tool) => self.shared.cancellations.add(1, std::slice::from_ref(tool)),
                 None => self.shared.cancellations.add(1, &[]),
             }
@@ -254,7 +339,7 @@ where
             let route_tool = call.route_tool.map(|t| KeyValue::new(ROUTE_TOOL, t));
             with_attributes(
                 KeyValue::new(ROUTE, route),
-                tool,
+                tool.cloned(),
                 route_tool,
                 |attributes| {
                     self.shared.routes.add(1, attributes);

@@ -93,19 +93,24 @@
 //!
 //! # Cost
 //!
-//! Per guarded call the layer reads the span's fields once (a handful of string compares),
-//! keeps one small record in the span's extensions (the registry's per-span slot, the same
-//! that `tracing-opentelemetry` uses; the registry boxes it: the one allocation per call),
-//! reads the clock twice, and, when the span closes, records one histogram measurement (and
-//! a counter for a refusal or a route), its attributes on the stack. It takes no lock of its
-//! own: the registry locks the span's extensions (uncontended, per span) and the SDK
-//! aggregates behind its own locks. Tool names are shared (`Arc<str>`) from a small
-//! per-thread cache, allocated once per thread and tool.
+//! Per guarded call the layer keeps one small record of the call: the tool, the clock at the
+//! start, what the span says later (`error.type`, a route, a cancellation). A generated
+//! method hands it its tool as it opens the span (the span's fields are not visited for it);
+//! a sync method's record is kept on the calling thread, where the span is entered and left,
+//! and measured when the call leaves it; any other call's (an async method, the JSON
+//! dispatcher, an MCP client's tool, a span an outer layer opened) is kept in the span's
+//! extensions (the registry's per-span slot, which boxes it) and measured when the span
+//! closes. Then one histogram measurement (and a counter for a refusal, a route or a
+//! cancellation): a call that answered hands the SDK a slice of attributes built once per
+//! thread and tool, any other builds its few on the stack. The layer takes no lock of its
+//! own; the SDK aggregates behind its own (a read lock and a mutex per measurement), after
+//! hashing the attributes, which is the most of what the layer costs (BENCHMARKS.md).
 //!
 //! Measured on a 2-core VM (a healthy call of a one-tool toolbox, release build): the layer
-//! adds about 1 µs and 1 allocation to a call (the SDK's `Histogram::record` is a quarter of
-//! that, the two clock reads a tenth); `tracing-opentelemetry` exporting the span adds about
-//! 3.5 µs and 15 allocations. Without a subscriber the call pays none of it.
+//! and the registry's span add about 0.5 to 0.9 µs to a call, 3,800 instructions, of which the
+//! SDK's `Histogram::record` is 1,200 and the span's registry and dispatch some 1,800;
+//! `tracing-opentelemetry` exporting the span adds about 1.5 to 2 µs (9,200 instructions) and
+//! 15 allocations. Without a subscriber the call pays none of it.
 //!
 //! The gauges read an expeditor only when the SDK collects: one lock-free state read per tool
 //! and one copy of the budget per budget gauge.
@@ -124,6 +129,7 @@ use crate::expeditor::WeakExpeditor;
 
 mod gauges;
 mod layer;
+mod open;
 
 use gauges::{observe_budget, observe_states};
 use layer::{CallMetrics, OurTarget};
@@ -310,10 +316,7 @@ impl Telemetry {
     where
         S: Subscriber + for<'span> LookupSpan<'span>,
     {
-        CallMetrics {
-            shared: Arc::clone(&self.shared),
-        }
-        .with_filter(OurTarget)
+        CallMetrics::new(Arc::clone(&self.shared)).with_filter(OurTarget)
     }
 
     /// Registers `expeditor` for the gauges (circuit state per tool, budget), read at each

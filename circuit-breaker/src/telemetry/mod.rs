@@ -77,6 +77,8 @@ pub(crate) use call_id::{current_call_id, current_call_id_string};
 pub(crate) use events::mistake;
 pub(crate) use events::{cancelled, labelled, refused, routed, traced_failure};
 pub use span::execute_tool;
+#[cfg(feature = "otel")]
+pub(crate) use span::opening;
 #[cfg(feature = "mcp")]
 pub(crate) use span::{mcp_client_span, record_mcp};
 pub(crate) use span::{named_call_span, wanted};

@@ -55,6 +55,51 @@ thread_local! {
     static OFFERED: Cell<u64> = const { Cell::new(0) };
 }
 
+#[cfg(feature = "otel")]
+thread_local! {
+    /// The tool of the `execute_tool` span a generated method is opening on this thread, while
+    /// it opens it, and whether the method is sync: the metrics layer takes the name from here
+    /// rather than visiting the span's two dozen fields for it (most of what its `on_new_span`
+    /// cost), and keeps a sync call's span on this thread, where it is entered and left.
+    static OPENING: Cell<Option<Opened>> = const { Cell::new(None) };
+}
+
+/// What a generated method says of the span it is opening (see [`opening`]).
+#[cfg(feature = "otel")]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Opened {
+    /// The tool called.
+    pub(crate) tool: &'static str,
+    /// A sync method: the span is entered once, on this thread, and left there when the call
+    /// returns (or unwinds).
+    pub(crate) sync: bool,
+}
+
+/// The span being opened on this thread by a generated method, if one is.
+#[cfg(feature = "otel")]
+pub(crate) fn opening() -> Option<Opened> {
+    OPENING.with(Cell::get)
+}
+
+/// Sets [`OPENING`] while it lives (cleared even if a subscriber panics).
+#[cfg(feature = "otel")]
+struct Opening;
+
+#[cfg(feature = "otel")]
+impl Opening {
+    fn set(opened: Opened) -> Self {
+        OPENING.with(|opening| opening.set(Some(opened)));
+        Opening
+    }
+}
+
+#[cfg(feature = "otel")]
+impl Drop for Opening {
+    fn drop(&mut self) {
+        OPENING.with(|opening| opening.set(None));
+    }
+}
+
 /// Opens the `execute_tool` span for a call of `tool` that an outer layer makes: run the
 /// guarded call inside it (`span.in_scope(..)`, `.instrument(span)`), and the call records
 /// into it instead of opening its own. Record what you know on it first:
@@ -97,12 +142,17 @@ pub(crate) fn call_span(tool: &str, tool_type: &'static str) -> Span {
 }
 
 /// [`call_span`] of a generated method, which knows its span's name, `execute_tool <tool>`,
-/// at compile time: the bridge copies it rather than formatting it on every call.
+/// at compile time: the bridge copies it rather than formatting it on every call. `sync`: the
+/// method is sync, and enters the span at once and leaves it on this thread.
 #[inline]
-pub(crate) fn named_call_span(tool: &str, name: &'static str) -> Span {
+pub(crate) fn named_call_span(tool: &'static str, name: &'static str, sync: bool) -> Span {
     if !wanted() {
         return Span::none();
     }
+    #[cfg(feature = "otel")]
+    let _opening = Opening::set(Opened { tool, sync });
+    #[cfg(not(feature = "otel"))]
+    let _ = sync;
     open(tool, "function", Some(name)).0
 }
 
