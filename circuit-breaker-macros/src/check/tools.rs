@@ -147,13 +147,16 @@ fn camel(ident: &Ident) -> String {
 /// names give the same variant are an error.
 pub fn variants(tools: &[Tool], errors: &mut Accumulator) -> Vec<Ident> {
     let mut variants: Vec<Ident> = Vec::new();
+    // By text, not by `Ident` (whose comparison formats both): a toolbox of a hundred tools
+    // made this check quadratic in formatted idents.
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for tool in tools {
         let mut text = camel(&tool.ident);
         if text.is_empty() || text.starts_with(|c: char| c.is_ascii_digit()) {
             text.insert(0, 'T');
         }
         let variant = Ident::new(&text, tool.ident.span());
-        if let Some(i) = variants.iter().position(|v| *v == variant) {
+        if let Some(&i) = seen.get(&text) {
             errors.push(
                 Error::custom(format!(
                     "tools `{}` and `{}` would share the enum variant `{variant}`; rename one method",
@@ -163,6 +166,7 @@ pub fn variants(tools: &[Tool], errors: &mut Accumulator) -> Vec<Ident> {
                 .with_span(&tool.ident),
             );
         }
+        seen.entry(text).or_insert(variants.len());
         variants.push(variant);
     }
     variants

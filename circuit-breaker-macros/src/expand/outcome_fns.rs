@@ -64,25 +64,23 @@ impl OutcomeFns {
                 format_ident!("__cb_dated_{}", i),
             );
             let output = kept(ty);
-            // Everything here names `ToolResult`: over the return type, as all its uses, so a
-            // tool that returns no `Result` is reported once, there.
-            over(
-                ty,
-                quote! {
-                    #[inline]
-                    fn #failure(
-                        __cb_error: &<#output as #PRIVATE::ToolResult>::Err,
-                    ) -> #PRIVATE::Failure {
-                        (&&&#PRIVATE::Wrap(__cb_error)).__cb_failure()
-                    }
-                    #[inline]
-                    fn #dated(
-                        __cb_value: &<#output as #PRIVATE::ToolResult>::Ok,
-                    ) -> #PRIVATE::core::option::Option<#PRIVATE::Timestamp> {
-                        (&&#PRIVATE::DateOf(__cb_value)).__cb_data_time()
-                    }
-                },
-            )
+            // The projections name `ToolResult`: over the return type, as all its uses. (Only
+            // they: the rest spanned at the user's type would read as the user's code to
+            // lints such as `unused_qualifications`.)
+            let error = over(ty, quote!(<#output as #PRIVATE::ToolResult>::Err));
+            let value = over(ty, quote!(<#output as #PRIVATE::ToolResult>::Ok));
+            quote! {
+                #[inline]
+                fn #failure(__cb_error: &#error) -> #PRIVATE::Failure {
+                    (&&&#PRIVATE::Wrap(__cb_error)).__cb_failure()
+                }
+                #[inline]
+                fn #dated(
+                    __cb_value: &#value,
+                ) -> #PRIVATE::core::option::Option<#PRIVATE::Timestamp> {
+                    (&&#PRIVATE::DateOf(__cb_value)).__cb_data_time()
+                }
+            }
         });
         quote!(#(#items)*)
     }
