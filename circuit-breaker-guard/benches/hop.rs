@@ -12,25 +12,25 @@
 //! `cargo bench -p agent-circuit-breaker-guard --bench hop` (about 5 minutes);
 //! `HOP_QUICK=1` (or `-- --quick`) for a smoke run; `HOP_TOOLS=3,1000` and `HOP_CALLS=2000`
 //! to choose; `HOP_ONLY=guard,direct` for some rows; `HOP_WRAP` runs the proxies under a tool
-//! ([`wrapped`]).
+//! and `HOP_WRAP_UPSTREAM` the upstreams they start on their stdio ([`wrapped`]);
+//! `HOP_LIFECYCLE=initialize` has the guard start its upstream with `initialize` (2025-11-25,
+//! as the forwarder does) rather than 2026-07-28's discovery.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-use std::io::Write as _;
+#[path = "hop/children.rs"]
+mod children;
+
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_circuit_breaker::mcp::rmcp;
-use agent_circuit_breaker::mcp::{HttpOptions, serve_http};
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-};
-use rmcp::service::{RequestContext, RoleServer, RunningService};
+use children::child_main;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ErrorData, Peer, RoleClient, ServerHandler, ServiceExt as _};
+use rmcp::{RoleClient, ServiceExt as _};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, BufReader};
 use tokio::process::{Child, Command};
@@ -44,6 +44,10 @@ const TOOLS: &str = "HOP_BENCH_TOOLS";
 const SERVE: &str = "HOP_BENCH_SERVE";
 /// The forwarder's upstream over HTTP; without it, it starts one on its stdio.
 const UPSTREAM_URL: &str = "HOP_BENCH_UPSTREAM_URL";
+/// A tool (and its first arguments) the proxies run under.
+const PROXY_WRAP: &str = "HOP_WRAP";
+/// A tool the upstreams the proxies start on their stdio run under.
+const UPSTREAM_WRAP: &str = "HOP_WRAP_UPSTREAM";
 /// The tool every path calls.
 const CALLED: &str = "search_000";
 const MCP_PROXY: &str = "0.13.0";
@@ -70,172 +74,6 @@ fn main() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The children: upstream and plain forwarder.
-
-fn child_main(forwarder: bool) {
-    let tools: usize = std::env::var(TOOLS)
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(3);
-    // The forwarder runs on the runtime the guard runs on, so that the two differ only in
-    // what they do per call.
-    let runtime = if forwarder {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-    } else {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-    };
-    let runtime = runtime.expect("a runtime");
-    let http = std::env::var(SERVE).as_deref() == Ok("http");
-    runtime.block_on(async move {
-        if forwarder {
-            #[allow(
-                deprecated,
-                reason = "ring builds without cmake; a bench needs no more"
-            )]
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            let upstream = match std::env::var(UPSTREAM_URL) {
-                Ok(url) => {
-                    ().serve(StreamableHttpClientTransport::from_uri(url))
-                        .await
-                        .expect("the upstream over HTTP")
-                }
-                Err(_) => {
-                    ().serve(spawn_stdio(self_command("upstream", tools)))
-                        .await
-                        .expect("the upstream over stdio")
-                }
-            };
-            let handler = Forwarder {
-                upstream: upstream.peer().clone(),
-            };
-            serve(handler, http).await;
-            drop(upstream);
-        } else {
-            serve(Upstream::new(tools), http).await;
-        }
-    });
-}
-
-/// Serves `handler` on stdio until the client leaves, or on HTTP (the URL printed on stdout)
-/// until stdin closes.
-async fn serve<H: ServerHandler + Clone + Send + Sync + 'static>(handler: H, http: bool) {
-    if http {
-        let server = serve_http(move || handler.clone(), HttpOptions::new())
-            .await
-            .expect("serving HTTP");
-        println!("{}", server.url());
-        let _ = std::io::stdout().flush();
-        let _ = tokio::io::copy(&mut tokio::io::stdin(), &mut tokio::io::sink()).await;
-        server.shutdown().await;
-    } else if let Ok(running) = handler.serve(rmcp::transport::stdio()).await {
-        let _ = running.waiting().await;
-    }
-}
-
-#[derive(Clone)]
-struct Upstream {
-    tools: Arc<Vec<Tool>>,
-}
-
-impl Upstream {
-    /// `n` tools in the shape of a code host's: a few typed properties, two required.
-    fn new(n: usize) -> Self {
-        let tools = (0..n)
-            .map(|i| {
-                let schema = json!({
-                    "type": "object",
-                    "properties": {
-                        "path": { "type": "string", "description": "A file or folder, relative to the repository root." },
-                        "query": { "type": "string", "description": "What to look for." },
-                        "limit": { "type": "integer", "minimum": 1, "maximum": 500, "description": "At most this many results." },
-                        "case_sensitive": { "type": "boolean", "default": false },
-                        "kinds": { "type": "array", "items": { "type": "string", "enum": ["file", "symbol", "text"] } }
-                    },
-                    "required": ["path", "query"],
-                    "additionalProperties": false
-                });
-                let Value::Object(schema) = schema else {
-                    unreachable!("an object literal")
-                };
-                Tool::new_with_raw(
-                    format!("search_{i:03}"),
-                    Some(format!("Searches the repository's files, index {i}: names, symbols or text.").into()),
-                    Arc::new(schema),
-                )
-            })
-            .collect();
-        Upstream {
-            tools: Arc::new(tools),
-        }
-    }
-}
-
-impl ServerHandler for Upstream {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("hop-upstream", "1.0.0"))
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let text = format!("3 matches for {} in src/", request.name);
-        Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
-    }
-}
-
-/// The plain forwarder: what any rmcp proxy does, and no more.
-#[derive(Clone)]
-struct Forwarder {
-    upstream: Peer<RoleClient>,
-}
-
-fn internal(error: rmcp::ServiceError) -> ErrorData {
-    ErrorData::internal_error(error.to_string(), None)
-}
-
-impl ServerHandler for Forwarder {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("hop-forwarder", "1.0.0"))
-    }
-
-    async fn list_tools(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        self.upstream.list_tools(request).await.map_err(internal)
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        self.upstream
-            .call_tool_once(request)
-            .await
-            .map_err(internal)
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
 // Starting the paths.
 
 fn self_command(role: &str, tools: usize) -> Command {
@@ -248,22 +86,20 @@ fn self_command(role: &str, tools: usize) -> Command {
     command
 }
 
-/// `command` run under the prefix in `HOP_WRAP`, if set: the proxies (guard and forwarder)
-/// measured under a tool, e.g. `HOP_WRAP="valgrind --tool=callgrind
+/// `command` run under the prefix in the environment variable `var`: `HOP_WRAP` for the
+/// proxies (guard and forwarder), e.g. `HOP_WRAP="valgrind --tool=callgrind
 /// --callgrind-out-file=/tmp/cg.%p"` for their instruction counts per call, which a busy
 /// machine does not blur (run twice with different `HOP_CALLS`: the difference over the
-/// difference in calls is one call's cost).
-fn wrapped(command: Command) -> Command {
-    let Ok(prefix) = std::env::var("HOP_WRAP") else {
-        return command;
-    };
-    let mut words = prefix.split_whitespace();
-    let Some(tool) = words.next() else {
+/// difference in calls is one call's cost); `HOP_WRAP_UPSTREAM` for the upstreams the proxies
+/// start on their stdio. The HTTP children are stopped with SIGTERM, so a profiler writes its
+/// output.
+fn wrapped(var: &str, command: Command) -> Command {
+    let Some((tool, args)) = wrapper(var) else {
         return command;
     };
     let inner = command.as_std();
     let mut out = Command::new(tool);
-    out.args(words)
+    out.args(args)
         .arg(inner.get_program())
         .args(inner.get_args());
     for (key, value) in inner.get_envs() {
@@ -273,6 +109,14 @@ fn wrapped(command: Command) -> Command {
         };
     }
     out
+}
+
+/// The tool in the environment variable `var` and its first arguments, if set.
+fn wrapper(var: &str) -> Option<(String, Vec<String>)> {
+    let prefix = std::env::var(var).ok()?;
+    let mut words = prefix.split_whitespace().map(str::to_owned);
+    let tool = words.next()?;
+    Some((tool, words.collect()))
 }
 
 fn spawn_stdio(command: Command) -> TokioChildProcess {
@@ -330,6 +174,31 @@ async fn http_child(mut command: Command, from_stderr: bool, prefix: &str) -> (C
     (child, url)
 }
 
+/// Stops the HTTP children as an operator would (stdin closed, SIGTERM) and waits for them,
+/// so that a proxy run under a profiler (`HOP_WRAP`) ends normally and writes its profile;
+/// one still running after a minute is killed.
+async fn stop(children: Vec<Child>) {
+    let mut waiting = Vec::new();
+    for mut child in children {
+        drop(child.stdin.take());
+        if let Some(pid) = child.id() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status()
+                .await;
+        }
+        waiting.push(child);
+    }
+    for mut child in waiting {
+        if tokio::time::timeout(Duration::from_secs(60), child.wait())
+            .await
+            .is_err()
+        {
+            let _ = child.kill().await;
+        }
+    }
+}
+
 fn drain(mut pipe: impl tokio::io::AsyncRead + Unpin + Send + 'static) {
     tokio::spawn(async move {
         let mut buf = vec![0u8; 8192];
@@ -339,12 +208,22 @@ fn drain(mut pipe: impl tokio::io::AsyncRead + Unpin + Send + 'static) {
 
 fn guard_config(dir: &Path, tools: usize, upstream_url: Option<&str>) -> PathBuf {
     let exe = std::env::current_exe().expect("this bench's path");
-    let upstream = match upstream_url {
-        Some(url) => format!("  - name: up\n    url: {url}\n"),
-        None => format!(
-            "  - name: up\n    command: {exe:?}\n    env: {{ {ROLE}: upstream, {TOOLS}: \"{tools}\" }}\n"
-        ),
+    let mut upstream = match (upstream_url, wrapper(UPSTREAM_WRAP)) {
+        (Some(url), _) => format!("  - name: up\n    url: {url}\n"),
+        (None, None) => format!("  - name: up\n    command: {exe:?}\n"),
+        (None, Some((tool, mut args))) => {
+            args.push(exe.display().to_string());
+            format!("  - name: up\n    command: {tool:?}\n    args: {args:?}\n")
+        }
     };
+    if upstream_url.is_none() {
+        upstream.push_str(&format!(
+            "    env: {{ {ROLE}: upstream, {TOOLS}: \"{tools}\" }}\n"
+        ));
+    }
+    if let Ok(lifecycle) = std::env::var("HOP_LIFECYCLE") {
+        upstream.push_str(&format!("    lifecycle: {lifecycle}\n"));
+    }
     let path = dir.join(format!(
         "guard-{tools}-{}.yaml",
         if upstream_url.is_some() {
@@ -592,9 +471,9 @@ async fn paths(
         "client -stdio-> rmcp forwarder -stdio-> upstream",
         Group::Stdio,
         Kind::Forwarder,
-        over_stdio(wrapped(self_command("forwarder", tools))).await,
+        over_stdio(wrapped(PROXY_WRAP, self_command("forwarder", tools))).await,
     );
-    let mut guard = wrapped(Command::new(GUARD));
+    let mut guard = wrapped(PROXY_WRAP, Command::new(GUARD));
     guard.arg("--config").arg(guard_config(dir, tools, None));
     add(
         "guard stdio",
@@ -611,7 +490,7 @@ async fn paths(
         Kind::Direct,
         over_http(&upstream_url).await,
     );
-    let mut command = wrapped(self_command("forwarder", tools));
+    let mut command = wrapped(PROXY_WRAP, self_command("forwarder", tools));
     command.env(SERVE, "http");
     let (child, url) = http_child(command, false, "http://").await;
     keep.push(child);
@@ -622,7 +501,7 @@ async fn paths(
         Kind::Forwarder,
         over_http(&format!("http://{url}")).await,
     );
-    let mut guard = wrapped(Command::new(GUARD));
+    let mut guard = wrapped(PROXY_WRAP, Command::new(GUARD));
     guard
         .arg("--config")
         .arg(guard_config(dir, tools, None))
@@ -653,7 +532,7 @@ async fn paths(
         Err(error) => println!("  mcp-proxy rows left out: {error}"),
     }
 
-    let mut command = wrapped(self_command("forwarder", tools));
+    let mut command = wrapped(PROXY_WRAP, self_command("forwarder", tools));
     command.env(UPSTREAM_URL, &upstream_url);
     add(
         "forwarder stdio>HTTP",
@@ -662,7 +541,7 @@ async fn paths(
         Kind::Forwarder,
         over_stdio(command).await,
     );
-    let mut guard = wrapped(Command::new(GUARD));
+    let mut guard = wrapped(PROXY_WRAP, Command::new(GUARD));
     guard
         .arg("--config")
         .arg(guard_config(dir, tools, Some(&upstream_url)));
@@ -731,7 +610,7 @@ async fn bench(settings: Settings) {
         for row in rows {
             let _ = row.client.cancel().await;
         }
-        drop(keep);
+        stop(keep).await;
     }
     println!("\n== the guard's own share (guard − plain forwarder, same run) ==");
     println!("{:>6}  {:<14} {:>8} {:>8}", "tools", "chain", "p50", "p99");
