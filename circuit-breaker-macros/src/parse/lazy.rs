@@ -1,10 +1,10 @@
 //! The impl block read with its methods' bodies left as tokens.
 //!
 //! Nothing in the macro reads a statement of a method's body: the bodies are given back to
-//! rustc as they came. Parsing them into `syn`'s expressions was most of the macro's own
-//! time (an unoptimized `syn` in a debug build, a user's usual profile); a body kept as its
-//! token group is printed back unchanged, and a syntax error inside it is rustc's to report,
-//! where it is.
+//! rustc as they came. Parsing them into `syn`'s expressions was a fifth of the macro's own
+//! work (60 M of 308 M instructions for 100 tools, an unoptimized `syn` in a debug build, a
+//! user's usual profile); a body kept as its token group is printed back unchanged, and a
+//! syntax error inside it is rustc's to report, where it is.
 
 use proc_macro2::{Delimiter, Group, TokenStream, TokenTree};
 use syn::parse::discouraged::Speculative;
