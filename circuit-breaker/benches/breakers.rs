@@ -135,6 +135,10 @@ use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, criterion_group, criterion_main};
 use tower::Service as _;
 
+#[cfg(feature = "otel")]
+#[path = "common/otel_setup.rs"]
+mod otel_setup;
+
 /// A counting global allocator for the allocation and memory rows. Counting is off unless
 /// [`counted`] switches it on (one relaxed load per allocation otherwise), and only one
 /// thread runs while it is on, so the counts are that code's alone.
@@ -1554,32 +1558,12 @@ impl Setup {
     }
 }
 
-/// A span exporter that keeps nothing: the SDK builds each span's data and hands it over;
-/// it is dropped at once.
-#[cfg(feature = "otel")]
-#[derive(Debug)]
-struct Discard;
-
-#[cfg(feature = "otel")]
-impl opentelemetry_sdk::trace::SpanExporter for Discard {
-    fn export(
-        &self,
-        batch: Vec<opentelemetry_sdk::trace::SpanData>,
-    ) -> impl Future<Output = opentelemetry_sdk::error::OTelSdkResult> + Send {
-        drop(black_box(batch));
-        std::future::ready(Ok(()))
-    }
-}
-
 /// A subscriber and the SDK providers behind it, kept alive while it is installed (a meter
 /// provider that is dropped shuts its instruments down).
 struct Installed {
     dispatch: tracing::Dispatch,
     #[cfg(feature = "otel")]
-    _providers: Option<(
-        opentelemetry_sdk::trace::SdkTracerProvider,
-        opentelemetry_sdk::metrics::SdkMeterProvider,
-    )>,
+    _providers: Option<otel_setup::Providers>,
 }
 
 impl Installed {
@@ -1615,43 +1599,17 @@ fn install(setup: Setup, expeditors: &[&Expeditor]) -> Option<Installed> {
         }
         #[cfg(feature = "otel")]
         Setup::Spans | Setup::LeanSpans | Setup::Metrics | Setup::SpansMetrics => {
-            use opentelemetry::metrics::MeterProvider as _;
-            use opentelemetry::trace::TracerProvider as _;
-            use opentelemetry_sdk::metrics::{
-                InMemoryMetricExporter, PeriodicReader, SdkMeterProvider,
+            use otel_setup::OtelSetup;
+            let otel = match setup {
+                Setup::Spans => OtelSetup::Spans,
+                Setup::LeanSpans => OtelSetup::LeanSpans,
+                Setup::Metrics => OtelSetup::Metrics,
+                _ => OtelSetup::SpansMetrics,
             };
-            use opentelemetry_sdk::trace::SdkTracerProvider;
-            let tracer_provider = SdkTracerProvider::builder()
-                .with_simple_exporter(Discard)
-                .build();
-            let reader = PeriodicReader::builder(InMemoryMetricExporter::default())
-                .with_interval(Duration::from_secs(3_600))
-                .build();
-            let meter_provider = SdkMeterProvider::builder().with_reader(reader).build();
-            let telemetry =
-                agent_circuit_breaker::otel::Telemetry::new(&meter_provider.meter("bench"));
-            for expeditor in expeditors {
-                telemetry.observe(expeditor);
-            }
-            let spans =
-                || tracing_opentelemetry::layer().with_tracer(tracer_provider.tracer("bench"));
-            let dispatch = match setup {
-                Setup::Spans => tracing::Dispatch::new(registry().with(spans())),
-                Setup::LeanSpans => tracing::Dispatch::new(
-                    registry().with(
-                        spans()
-                            .with_location(false)
-                            .with_threads(false)
-                            .with_tracked_inactivity(false)
-                            .with_context_activation(false),
-                    ),
-                ),
-                Setup::Metrics => tracing::Dispatch::new(registry().with(telemetry.layer())),
-                _ => tracing::Dispatch::new(registry().with(spans()).with(telemetry.layer())),
-            };
+            let (dispatch, providers) = otel_setup::otel_dispatch(otel, expeditors);
             Some(Installed {
                 dispatch,
-                _providers: Some((tracer_provider, meter_provider)),
+                _providers: Some(providers),
             })
         }
     }

@@ -35,6 +35,10 @@ use agent_circuit_breaker::{
     toolbox,
 };
 
+#[cfg(feature = "otel")]
+#[path = "common/otel_setup.rs"]
+mod otel_setup;
+
 /// A wall clock that always reads the same time (see the module documentation).
 #[derive(Debug, Clone, Copy)]
 struct Fixed;
@@ -262,54 +266,19 @@ fn failure_toolbox(n: u64) {
 #[cfg(feature = "otel")]
 #[inline(never)]
 fn telemetry(setup: &str, n: u64) {
-    use opentelemetry::metrics::MeterProvider as _;
-    use opentelemetry::trace::TracerProvider as _;
-    use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
-    use opentelemetry_sdk::trace::SdkTracerProvider;
-    use tracing_subscriber::layer::SubscriberExt as _;
-
-    #[derive(Debug)]
-    struct Discard;
-    impl opentelemetry_sdk::trace::SpanExporter for Discard {
-        fn export(
-            &self,
-            batch: Vec<opentelemetry_sdk::trace::SpanData>,
-        ) -> impl Future<Output = opentelemetry_sdk::error::OTelSdkResult> + Send {
-            drop(black_box(batch));
-            std::future::ready(Ok(()))
-        }
-    }
-
-    let guarded = GuardedBench::with_expeditor(Bench, fixed);
-    let tracer_provider = SdkTracerProvider::builder()
-        .with_simple_exporter(Discard)
-        .build();
-    let reader = PeriodicReader::builder(InMemoryMetricExporter::default())
-        .with_interval(Duration::from_secs(3_600))
-        .build();
-    let meter_provider = SdkMeterProvider::builder().with_reader(reader).build();
-    let telemetry = agent_circuit_breaker::otel::Telemetry::new(&meter_provider.meter("bench"));
-    telemetry.observe(guarded.expeditor());
-    let spans = || tracing_opentelemetry::layer().with_tracer(tracer_provider.tracer("bench"));
-    let registry = tracing_subscriber::registry;
-    let dispatch = match setup {
-        "spans" => tracing::Dispatch::new(registry().with(spans())),
-        "lean" => tracing::Dispatch::new(
-            registry().with(
-                spans()
-                    .with_location(false)
-                    .with_threads(false)
-                    .with_tracked_inactivity(false)
-                    .with_context_activation(false),
-            ),
-        ),
-        "metrics" => tracing::Dispatch::new(registry().with(telemetry.layer())),
-        "both" => tracing::Dispatch::new(registry().with(spans()).with(telemetry.layer())),
+    use otel_setup::OtelSetup;
+    let setup = match setup {
+        "spans" => OtelSetup::Spans,
+        "lean" => OtelSetup::LeanSpans,
+        "metrics" => OtelSetup::Metrics,
+        "both" => OtelSetup::SpansMetrics,
         _ => {
             println!("telemetry-{{spans,lean,metrics,both}}");
             return;
         }
     };
+    let guarded = GuardedBench::with_expeditor(Bench, fixed);
+    let (dispatch, _providers) = otel_setup::otel_dispatch(setup, &[guarded.expeditor()]);
     tracing::dispatcher::with_default(&dispatch, || {
         for x in 0..n {
             black_box(guarded.work(black_box(x)).ok().map(|r| r.value));

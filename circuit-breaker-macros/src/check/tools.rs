@@ -2,6 +2,9 @@
 //! share (tool names, enum variants), and the names of the guarded handle's own methods, which
 //! no tool method may take.
 
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+
 use darling::Error;
 use darling::error::Accumulator;
 use syn::Ident;
@@ -149,24 +152,26 @@ pub fn variants(tools: &[Tool], errors: &mut Accumulator) -> Vec<Ident> {
     let mut variants: Vec<Ident> = Vec::new();
     // By text, not by `Ident` (whose comparison formats both): a toolbox of a hundred tools
     // made this check quadratic in formatted idents.
-    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut seen: HashMap<String, usize> = HashMap::new();
     for tool in tools {
         let mut text = camel(&tool.ident);
         if text.is_empty() || text.starts_with(|c: char| c.is_ascii_digit()) {
             text.insert(0, 'T');
         }
         let variant = Ident::new(&text, tool.ident.span());
-        if let Some(&i) = seen.get(&text) {
-            errors.push(
+        match seen.entry(text) {
+            Entry::Occupied(first) => errors.push(
                 Error::custom(format!(
                     "tools `{}` and `{}` would share the enum variant `{variant}`; rename one method",
-                    tools[i].ident,
+                    tools[*first.get()].ident,
                     &tool.ident
                 ))
                 .with_span(&tool.ident),
-            );
+            ),
+            Entry::Vacant(free) => {
+                free.insert(variants.len());
+            }
         }
-        seen.entry(text).or_insert(variants.len());
         variants.push(variant);
     }
     variants

@@ -60,11 +60,9 @@ pub fn inherent_impl(checked: &Checked<'_>, generated: &Generated) -> TokenStrea
     let (enum_ident, handle_ident) = (&generated.tool_enum, &generated.handle);
     let constructors = constructors(checked, enum_ident);
     let outcome_fns = OutcomeFns::new(checked);
-    let methods: Vec<TokenStream> = checked
-        .tools
-        .iter()
-        .map(|tool| super::method::handle_method(checked, tool, enum_ident, &outcome_fns))
-        .collect();
+    let methods = checked.tools.iter().enumerate().map(|(i, tool)| {
+        super::method::handle_method(checked, tool, enum_ident, outcome_fns.of_tool(i))
+    });
     let outcome_fns = outcome_fns.items();
     // Taking the handle apart drops its stale caches, whose types name `ToolResult`: spanned
     // over a `serve_stale` tool's return type, as the caches are (see `definition`).

@@ -19,7 +19,7 @@ pub fn handle_method(
     checked: &Checked<'_>,
     tool: &CheckedTool<'_>,
     enum_ident: &Ident,
-    outcome_fns: &OutcomeFns,
+    outcome_fns: Option<usize>,
 ) -> TokenStream {
     let method = Method::new(checked, tool, enum_ident, outcome_fns);
     let sig = &tool.tool.sig;
@@ -79,14 +79,14 @@ impl<'c, 'a> Method<'c, 'a> {
         checked: &'c Checked<'a>,
         tool: &'c CheckedTool<'a>,
         enum_ident: &'c Ident,
-        outcome_fns: &'c OutcomeFns,
+        outcome_fns: Option<usize>,
     ) -> Self {
         Method {
             checked,
             tool,
             enum_ident,
             args: tool.tool.arg_names().collect(),
-            outcome_fns: outcome_fns.index(tool),
+            outcome_fns,
         }
     }
 

@@ -10,36 +10,60 @@
 //! written outside the method (generics, `Self`, a lifetime, a reference), or is not spelled
 //! as a `Result`, keeps its closures.
 
-use std::cell::RefCell;
-
 use proc_macro2::TokenStream;
 use quote::{ToTokens, format_ident, quote};
 use syn::Type;
 
 use super::runtime::PRIVATE;
 use super::span::{kept, over};
-use crate::check::{Checked, CheckedTool};
+use crate::check::Checked;
 use crate::parse::nameable;
 
-/// The shared functions of one toolbox, made as its methods ask for them.
+/// The shared functions of one toolbox: a return type's pair for each type some tool can
+/// share, and each tool's index into them.
 pub struct OutcomeFns {
-    /// Whether any type can be shared: not when the impl has generics, which a function
-    /// outside it could not name.
-    enabled: bool,
-    /// The return types that have their functions, by their tokens, in the order first asked.
-    types: RefCell<Vec<(String, Type)>>,
+    /// The return types that have their functions, by their tokens, in the order of the tools.
+    types: Vec<(String, Type)>,
+    /// Each tool's index into `types`, in the order of `checked.tools`; `None` for a tool whose
+    /// type cannot be shared.
+    of_tool: Vec<Option<usize>>,
 }
 
 impl OutcomeFns {
+    /// Every tool's type, shared where it can be: not at all when the impl has generics, which
+    /// a function outside it could not name. Every tool reads both its failures and its dates,
+    /// so each pair made is used.
     pub fn new(checked: &Checked<'_>) -> Self {
-        OutcomeFns {
-            enabled: checked.toolbox.item.generics.params.is_empty(),
-            types: RefCell::new(Vec::new()),
-        }
+        let mut types: Vec<(String, Type)> = Vec::new();
+        let enabled = checked.toolbox.item.generics.params.is_empty();
+        let of_tool = checked
+            .tools
+            .iter()
+            .map(|tool| {
+                let sig = &tool.tool.sig;
+                if !enabled || !sig.generics.params.is_empty() || !shareable(&sig.output) {
+                    return None;
+                }
+                let key = sig.output.to_token_stream().to_string();
+                Some(match types.iter().position(|(k, _)| *k == key) {
+                    Some(i) => i,
+                    None => {
+                        types.push((key, sig.output.clone()));
+                        types.len() - 1
+                    }
+                })
+            })
+            .collect();
+        OutcomeFns { types, of_tool }
+    }
+
+    /// The index of tool number `tool` (of `checked.tools`) among the shared types.
+    pub fn of_tool(&self, tool: usize) -> Option<usize> {
+        self.of_tool.get(tool).copied().flatten()
     }
 
     /// The function reading a tool's error as a failure: the shared one of the tool's
-    /// [`index`](Self::index), or a closure.
+    /// [`of_tool`](Self::of_tool), or a closure.
     pub fn failure(index: Option<usize>) -> TokenStream {
         match index {
             Some(i) => format_ident!("__cb_failure_{}", i).into_token_stream(),
@@ -48,7 +72,7 @@ impl OutcomeFns {
     }
 
     /// The function reading when a tool's value says it is from: the shared one of the tool's
-    /// [`index`](Self::index), or a closure.
+    /// [`of_tool`](Self::of_tool), or a closure.
     pub fn dated(index: Option<usize>) -> TokenStream {
         match index {
             Some(i) => format_ident!("__cb_dated_{}", i).into_token_stream(),
@@ -56,10 +80,9 @@ impl OutcomeFns {
         }
     }
 
-    /// The shared functions asked for, as items of the generated `const` block.
+    /// The shared functions, as items of the generated `const` block.
     pub fn items(&self) -> TokenStream {
-        let types = self.types.borrow();
-        let items = types.iter().enumerate().map(|(i, (_, ty))| {
+        let items = self.types.iter().enumerate().map(|(i, (_, ty))| {
             let (failure, dated) = (
                 format_ident!("__cb_failure_{}", i),
                 format_ident!("__cb_dated_{}", i),
@@ -84,22 +107,6 @@ impl OutcomeFns {
             }
         });
         quote!(#(#items)*)
-    }
-
-    /// The index of `tool`'s return type among the shared ones, added when first asked;
-    /// `None` when the type cannot be shared.
-    pub fn index(&self, tool: &CheckedTool<'_>) -> Option<usize> {
-        let sig = &tool.tool.sig;
-        if !self.enabled || !sig.generics.params.is_empty() || !shareable(&sig.output) {
-            return None;
-        }
-        let key = sig.output.to_token_stream().to_string();
-        let mut types = self.types.borrow_mut();
-        if let Some(i) = types.iter().position(|(k, _)| *k == key) {
-            return Some(i);
-        }
-        types.push((key, sig.output.clone()));
-        Some(types.len() - 1)
     }
 }
 

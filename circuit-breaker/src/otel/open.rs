@@ -27,6 +27,13 @@ thread_local! {
     static LEFT: Cell<Option<(u64, u64)>> = const { Cell::new(None) };
 }
 
+/// Where `span` of `layer` is in this thread's open calls: the latest, as nested calls are
+/// pushed after their callers'.
+fn position(open: &[Open], layer: u64, span: u64) -> Option<usize> {
+    open.iter()
+        .rposition(|o| o.layer == layer && o.span == span)
+}
+
 /// Forgets [`LEFT`]: any callback but the close that follows the leaving (a new span may
 /// take the id of one that closed elsewhere).
 pub(super) fn forget_left() {
@@ -71,11 +78,8 @@ pub(super) fn with<R>(layer: u64, span: u64, f: impl FnOnce(&mut Call) -> R) -> 
     forget_left();
     OPEN.try_with(|open| {
         let mut open = open.try_borrow_mut().ok()?;
-        let one = open
-            .iter_mut()
-            .rev()
-            .find(|o| o.layer == layer && o.span == span)?;
-        Some(f(&mut one.call))
+        let at = position(&open, layer, span)?;
+        Some(f(&mut open[at].call))
     })
     .ok()
     .flatten()
@@ -86,12 +90,9 @@ pub(super) fn enter(layer: u64, span: u64) {
     forget_left();
     let _ = OPEN.try_with(|open| {
         if let Ok(mut open) = open.try_borrow_mut()
-            && let Some(one) = open
-                .iter_mut()
-                .rev()
-                .find(|o| o.layer == layer && o.span == span)
+            && let Some(at) = position(&open, layer, span)
         {
-            one.entered += 1;
+            open[at].entered += 1;
         }
     });
 }
@@ -103,9 +104,7 @@ pub(super) fn exit(layer: u64, span: u64) -> Option<Call> {
     let call = OPEN
         .try_with(|open| {
             let mut open = open.try_borrow_mut().ok()?;
-            let at = open
-                .iter()
-                .rposition(|o| o.layer == layer && o.span == span)?;
+            let at = position(&open, layer, span)?;
             let one = &mut open[at];
             one.entered = one.entered.saturating_sub(1);
             (one.entered == 0).then(|| open.remove(at).call)
@@ -138,9 +137,7 @@ pub(super) fn close(layer: u64, span: u64) -> Closed {
     }
     OPEN.try_with(|open| {
         let mut open = open.try_borrow_mut().ok()?;
-        let at = open
-            .iter()
-            .rposition(|o| o.layer == layer && o.span == span)?;
+        let at = position(&open, layer, span)?;
         Some(open.remove(at).call)
     })
     .ok()
