@@ -76,9 +76,8 @@ policy:\n  cool_down: 60s\nhealth:\n  check_every: 60s\n  ttl: 60s\n",
                 .push_str(&String::from_utf8_lossy(&buf[..n]));
         }
     });
-    let prefix = "serving streamable HTTP at ";
     let served = wait_for(Duration::from_secs(60), || {
-        stderr.lock().unwrap().contains(prefix)
+        served_url(&stderr.lock().unwrap()).is_some()
     })
     .await;
     assert!(
@@ -86,13 +85,7 @@ policy:\n  cool_down: 60s\nhealth:\n  check_every: 60s\n  ttl: 60s\n",
         "the guard never served:\n{}",
         stderr.lock().unwrap()
     );
-    let url = {
-        let text = stderr.lock().unwrap();
-        let line = text.lines().find(|l| l.contains(prefix)).unwrap();
-        line[line.find(prefix).unwrap() + prefix.len()..]
-            .trim()
-            .to_owned()
-    };
+    let url = served_url(&stderr.lock().unwrap()).expect("checked above");
 
     // reqwest is built without a crypto provider of its own.
     #[allow(deprecated, reason = "ring builds without cmake; a test needs no more")]
@@ -143,4 +136,13 @@ policy:\n  cool_down: 60s\nhealth:\n  check_every: 60s\n  ttl: 60s\n",
     assert_eq!(text(&read), "contents of a.txt from alpha");
     client.cancel().await.expect("the session closes");
     child.kill().await.expect("the guard stops");
+}
+
+/// The URL the guard says it serves, once its whole line is in `stderr`: the pipe is read in
+/// chunks, and a line cut after its prefix would give an empty URL.
+fn served_url(stderr: &str) -> Option<String> {
+    let prefix = "serving streamable HTTP at ";
+    let rest = &stderr[stderr.find(prefix)? + prefix.len()..];
+    let line = &rest[..rest.find('\n')?];
+    Some(line.trim().to_owned())
 }
