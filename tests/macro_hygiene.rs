@@ -105,7 +105,7 @@ fn b1_generated_code_uses_absolute_paths() {
     });
     let direct = agent.grep("TODO").expect("grep is healthy");
     assert_eq!(direct.value, ::std::vec!["TODO".to_owned()]);
-    assert!(direct.route.is_none());
+    assert!(direct.route().is_none());
 
     // One failure opens grep (threshold 1); the next call goes through the adapter to bash.
     agent.toolbox().broken.set(true);
@@ -116,7 +116,7 @@ fn b1_generated_code_uses_absolute_paths() {
     );
     let routed = agent.grep("TODO").expect("routed to bash");
     assert_eq!(routed.value, ::std::vec!["rg TODO".to_owned()]);
-    assert!(routed.is_degraded() || routed.route.is_some());
+    assert!(routed.is_degraded() || routed.route().is_some());
 
     assert_eq!(
         GuardedWorkspace::now(&agent).map(|r| r.value).ok(),

@@ -20,7 +20,6 @@ use std::time::{Duration, Instant};
 
 use agent_circuit_breaker::dispatch::{Reply, ReplyFuture, ToolDefinition, ToolDispatch};
 use agent_circuit_breaker::expeditor::Decision;
-use agent_circuit_breaker::freshness::Freshness;
 use agent_circuit_breaker::mcp::McpServer;
 use agent_circuit_breaker::mcp::rmcp::model::CallToolRequestParams;
 use agent_circuit_breaker::mcp::rmcp::{RoleClient, ServiceExt as _, service::RunningService};
@@ -100,11 +99,7 @@ impl ToolDispatch for Many {
             match self.expeditor.decide(id) {
                 Decision::Call(ticket) | Decision::Probe(ticket) => {
                     ticket.success();
-                    let routed = Routed {
-                        value: arguments,
-                        route: None,
-                        freshness: Freshness::Fresh,
-                    };
+                    let routed = Routed::direct(arguments);
                     Reply::from_call::<Value, String>(&self.expeditor, name, Ok(routed))
                 }
                 _ => Reply::unknown_tool(&self.expeditor, name),

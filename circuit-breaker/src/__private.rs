@@ -544,11 +544,7 @@ pub fn json_reply<T: JsonValue, E: JsonError>(
     result: Result<Routed<T>, CallError<E>>,
 ) -> Reply {
     let result = match result {
-        Ok(routed) => Ok(Routed {
-            value: AsJson(routed.value),
-            route: routed.route,
-            freshness: routed.freshness,
-        }),
+        Ok(routed) => Ok(routed.map(AsJson)),
         Err(CallError::Failed {
             tool,
             error,

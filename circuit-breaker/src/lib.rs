@@ -59,7 +59,7 @@
 //! // Grep is not called again: Bash stands in, and the answer says what was lost.
 //! let hits = tools.grep("API_KEY")?;
 //! assert_eq!(hits.value, ["config.toml"]);
-//! let route = hits.route.expect("routed around grep");
+//! let route = hits.route().expect("routed around grep");
 //! assert_eq!(route.degradation.as_deref(), Some("loses Grep's built-in output formatting"));
 //!
 //! println!("{}", tools.expeditor().state_table()); // every circuit, and the failure budget

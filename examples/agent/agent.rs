@@ -680,7 +680,7 @@ impl Agent<'_> {
         self.print_events(true)?;
         match result {
             Ok(routed) => {
-                if let Some(route) = &routed.route {
+                if let Some(route) = routed.route() {
                     let kind = if route.kind == RouteKind::Stale {
                         "STALE "
                     } else {
@@ -689,9 +689,9 @@ impl Agent<'_> {
                     self.say(format!("    {kind} {}", hang(&route.to_string(), 11)))?;
                     self.note("route", Some(tool), route.to_string());
                 }
-                if routed.freshness.is_labelled() {
-                    self.say(format!("    {}", routed.freshness))?;
-                    self.note("label", Some(tool), routed.freshness.to_string());
+                if routed.freshness().is_labelled() {
+                    self.say(format!("    {}", routed.freshness()))?;
+                    self.note("label", Some(tool), routed.freshness().to_string());
                 }
                 for line in show(&routed.value) {
                     self.say(format!("    {line}"))?;
@@ -800,7 +800,7 @@ impl Agent<'_> {
                 failed.push(path);
                 continue;
             };
-            let raw = match &routed.route {
+            let raw = match routed.route() {
                 Some(r) if r.kind == RouteKind::Alternative => routed.value.clone(),
                 _ => unnumbered(&routed.value),
             };

@@ -80,7 +80,7 @@ pub fn work(guarded: &GuardedResearch, task: &str, summary: &mut Summary) -> Str
         Err(e) => return format!("search: {e}"),
     };
     let (page, how) = match guarded.fetch(&url) {
-        Ok(page) if page.route.is_some() => {
+        Ok(page) if page.route().is_some() => {
             summary.routed += 1;
             if summary.opened_by.is_none() {
                 summary.opened_by = opened_by(guarded);

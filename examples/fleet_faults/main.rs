@@ -446,7 +446,7 @@ async fn fetch_loop(guarded: &GuardedFaults, counts: &Counts, seed: u64) {
             out.emit("probe_end", json!({"ok": result.is_ok()}));
         }
         match result {
-            Ok(routed) if routed.route.is_some() => {
+            Ok(routed) if routed.route().is_some() => {
                 counts.routed.fetch_add(1, Ordering::Relaxed);
             }
             Ok(_) => {

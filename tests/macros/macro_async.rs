@@ -93,10 +93,7 @@ fn b2_async_toolbox_routes_like_the_sync_one() {
 
     let routed = block_on(agent.grep("API_KEY".into())).unwrap();
     assert_eq!(routed.value, "rg API_KEY");
-    assert_eq!(
-        routed.route.as_ref().and_then(|r| r.to.as_deref()),
-        Some("Bash")
-    );
+    assert_eq!(routed.route().and_then(|r| r.to.as_deref()), Some("Bash"));
 
     agent.toolbox().shell_down.set(true);
     for _ in 0..3 {
@@ -116,7 +113,7 @@ fn b2_async_toolbox_routes_like_the_sync_one() {
     );
     // Bash is OPEN, so the next route is Read.
     let routed = block_on(agent.grep("API_KEY".into())).unwrap();
-    let route = routed.route.unwrap();
+    let route = routed.route().unwrap();
     assert_eq!(
         (route.to.as_deref(), route.kind),
         (Some("Read"), RouteKind::Alternative)

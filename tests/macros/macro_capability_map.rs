@@ -186,7 +186,7 @@ fn r4_1_the_source_documents_routes_chain_grep_bash_read_fallback() {
     let agent = GuardedWorkspace::new(Workspace::seed());
     let hits = agent.grep("API_KEY").unwrap();
     assert_eq!(hits.value, ["config.toml"]);
-    assert!(hits.route.is_none(), "the tool itself answered");
+    assert!(hits.route().is_none(), "the tool itself answered");
 
     agent.toolbox().grep_broken.set(true);
     open_with_failures(&agent, WorkspaceTool::Grep, || {
@@ -202,7 +202,7 @@ fn r4_1_the_source_documents_routes_chain_grep_bash_read_fallback() {
     agent.toolbox().calls.borrow_mut().clear();
     let routed = agent.grep("API_KEY").unwrap();
     assert_eq!(routed.value, ["config.toml"]);
-    let route = routed.route.expect("routed");
+    let route = routed.route().expect("routed");
     assert_eq!(route.kind, RouteKind::Alternative);
     assert_eq!(route.from, "Grep");
     assert_eq!(route.to.as_deref(), Some("Bash"));
@@ -223,7 +223,7 @@ fn r4_1_the_source_documents_routes_chain_grep_bash_read_fallback() {
         assert!(agent.bash("make test").is_err());
     });
     let routed = agent.grep("API_KEY").unwrap();
-    let route = routed.route.expect("routed");
+    let route = routed.route().expect("routed");
     assert_eq!(route.to.as_deref(), Some("Read"));
     assert_eq!(route.severity, Severity::High);
 
@@ -298,7 +298,7 @@ fn r3_2_the_handle_probes_on_schedule_and_closes_on_success() {
         "1st attempt skipped"
     );
     let probed = agent.bash("ls").expect("2nd attempt is the probe");
-    assert!(probed.route.is_none());
+    assert!(probed.route().is_none());
     assert_eq!(*agent.toolbox().calls.borrow(), ["bash ls"]);
     assert_eq!(
         agent.expeditor().state(WorkspaceTool::Bash),

@@ -154,14 +154,14 @@ fn r6_2_a_tool_declared_caches_labels_every_result_unverified() {
     for query in ["rust", "rust", "serde"] {
         let routed = agent.web_search(query).unwrap();
         assert_eq!(
-            routed.freshness,
+            *routed.freshness(),
             Freshness::Unverified {
                 tool: "WebSearch".into(),
                 from: T0.plus(Duration::from_secs(90)),
             }
         );
         assert_eq!(
-            routed.freshness.to_string(),
+            routed.freshness().to_string(),
             "[UNVERIFIED — WebSearch result from 2026-11-30; current status unknown]"
         );
     }
@@ -171,35 +171,35 @@ fn r6_2_a_tool_declared_caches_labels_every_result_unverified() {
 fn r6_2_a_freshness_tool_labels_an_identical_output_for_the_same_arguments_cached() {
     let (agent, _clock) = net();
     let first = agent.read("config.toml").unwrap();
-    assert_eq!(first.freshness, Freshness::Fresh);
-    assert!(!first.freshness.is_labelled());
+    assert_eq!(*first.freshness(), Freshness::Fresh);
+    assert!(!first.freshness().is_labelled());
     let again = agent.read("config.toml").unwrap();
     assert_eq!(
-        again.freshness,
+        *again.freshness(),
         Freshness::Cached {
             tool: "Read".into(),
             source: "the source".into(),
         }
     );
     assert_eq!(
-        again.freshness.to_string(),
+        again.freshness().to_string(),
         "[CACHED RESULT — Read returned identical results to previous call; the source may \
          have changed since]"
     );
     // Other arguments: their own baseline.
     assert_eq!(
-        agent.read("Cargo.toml").unwrap().freshness,
+        *agent.read("Cargo.toml").unwrap().freshness(),
         Freshness::Fresh
     );
     // A changed output: fresh again.
     *agent.toolbox().body.borrow_mut() = "v1.3.0".into();
     assert_eq!(
-        agent.read("config.toml").unwrap().freshness,
+        *agent.read("config.toml").unwrap().freshness(),
         Freshness::Fresh
     );
     // Data dated inside the current cycle carries no label either.
     let page = agent.web_fetch("https://example.invalid/a").unwrap();
-    assert_eq!(page.freshness, Freshness::Fresh);
+    assert_eq!(*page.freshness(), Freshness::Fresh);
 }
 
 #[test]
@@ -211,13 +211,13 @@ fn r6_2_a_dated_output_older_than_the_cycle_is_stale_data() {
         .web_fetch("https://example.invalid/changelog")
         .unwrap();
     assert_eq!(
-        routed.freshness,
+        *routed.freshness(),
         Freshness::Stale {
             retrieved_at: yesterday
         }
     );
     assert_eq!(
-        routed.freshness.to_string(),
+        routed.freshness().to_string(),
         "[STALE DATA — retrieved at 2026-11-29T07:35:03Z, may not reflect current state]"
     );
 }
@@ -254,17 +254,17 @@ fn r6_serve_stale_answers_an_open_tool_with_its_last_good_result_labelled() {
     // The last good result is the one from 10 minutes in, not the first.
     let kept_at = retrieved.plus(Duration::from_secs(600));
     assert_eq!(
-        stale.freshness,
+        *stale.freshness(),
         Freshness::Stale {
             retrieved_at: kept_at
         }
     );
     assert_eq!(
-        stale.freshness.to_string(),
+        stale.freshness().to_string(),
         "[STALE DATA — retrieved at 2026-11-30T07:45:03Z, may not reflect current state]"
     );
     assert!(stale.is_degraded(), "never silently: the route says so");
-    let route = stale.route.as_ref().unwrap();
+    let route = stale.route().unwrap();
     assert_eq!(
         (route.kind, route.from.as_str(), route.severity),
         (RouteKind::Stale, "WebFetch", Severity::High)
@@ -353,7 +353,7 @@ fn r10_2_serve_stale_also_answers_an_unavailable_tool() {
     agent.expeditor().invalidate_prechecks();
     let stale = agent.web_fetch(url).unwrap();
     assert_eq!(stale.value, good);
-    assert_eq!(stale.freshness, Freshness::Stale { retrieved_at: T0 });
+    assert_eq!(*stale.freshness(), Freshness::Stale { retrieved_at: T0 });
     assert_eq!(agent.toolbox().fetches.get(), 1);
 }
 
@@ -417,7 +417,7 @@ fn r10_3_a_systemic_event_pauses_every_handle_and_prechecks_run_again_after_reco
     agent.expeditor().confirm_recovery().unwrap();
     assert!(agent.expeditor().precheck_due(NetTool::WebFetch));
     let checks = agent.toolbox().checks.get();
-    assert_eq!(agent.read("config.toml").unwrap().route, None);
+    assert_eq!(agent.read("config.toml").unwrap().route(), None);
     // WebFetch is still OPEN (its probe is not due): its check runs, then the stale copy.
     let stale = agent.web_fetch(url).unwrap();
     assert_eq!(
@@ -425,7 +425,7 @@ fn r10_3_a_systemic_event_pauses_every_handle_and_prechecks_run_again_after_reco
         checks + 1,
         "checked again after recovery"
     );
-    assert_eq!(stale.route.unwrap().kind, RouteKind::Stale);
+    assert_eq!(stale.route().unwrap().kind, RouteKind::Stale);
 }
 
 #[test]
@@ -457,7 +457,7 @@ fn r5_3_the_dispatcher_refuses_a_deferred_subtasks_tools() {
     );
     assert_eq!(agent.expeditor().begin_subtask(&task, 1), Ok(()));
     assert_eq!(
-        agent.web_fetch(url).unwrap().route.unwrap().kind,
+        agent.web_fetch(url).unwrap().route().unwrap().kind,
         RouteKind::Stale
     );
 }
@@ -724,7 +724,7 @@ fn r10_2_routing_through_adapters_passes_over_an_alternative_its_check_finds_una
     assert_eq!(agent.toolbox().shell_checks.get(), 1);
     let routed = agent.grep("API_KEY").unwrap();
     assert_eq!(routed.value, "read config.toml for API_KEY");
-    let route = routed.route.unwrap();
+    let route = routed.route().unwrap();
     assert_eq!(
         (route.kind, route.to.as_deref()),
         (RouteKind::Alternative, Some("Read"))
@@ -735,6 +735,6 @@ fn r10_2_routing_through_adapters_passes_over_an_alternative_its_check_finds_una
     agent.expeditor().invalidate_prechecks();
     let routed = agent.grep("API_KEY").unwrap();
     assert_eq!(routed.value, "rg API_KEY");
-    assert_eq!(routed.route.unwrap().to.as_deref(), Some("Bash"));
+    assert_eq!(routed.route().unwrap().to.as_deref(), Some("Bash"));
     assert_eq!(agent.toolbox().shell_checks.get(), 2);
 }

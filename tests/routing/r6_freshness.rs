@@ -433,8 +433,8 @@ fn r6_the_last_good_result_answers_only_refusals_about_the_tools_own_state() {
             serve_stale::<String, std::io::Error>(refusal(reason), &cache, digest("API_KEY"))
                 .unwrap_or_else(|e| panic!("{reason:?}: {e}"));
         assert_eq!(routed.value, "config.toml");
-        assert_eq!(routed.freshness, Freshness::Stale { retrieved_at: T0 });
-        let route = routed.route.expect("a stale answer says so");
+        assert_eq!(*routed.freshness(), Freshness::Stale { retrieved_at: T0 });
+        let route = routed.route().expect("a stale answer says so");
         assert_eq!(route.kind, RouteKind::Stale);
         assert_eq!(
             route.degradation.as_deref(),
@@ -567,33 +567,33 @@ fn r6_3_bare_dated_output_is_labelled_stale() {
     let (agent, _clock) = pages(Some(yesterday));
     let routed = agent.fetch(URL).unwrap();
     assert_eq!(
-        routed.freshness,
+        *routed.freshness(),
         Freshness::Stale {
             retrieved_at: yesterday
         }
     );
     assert_eq!(
-        routed.freshness.to_string(),
+        routed.freshness().to_string(),
         "[STALE DATA — retrieved at 2026-11-29T07:35:03Z, may not reflect current state]"
     );
-    assert!(routed.route.is_none());
+    assert!(routed.route().is_none());
 
     // A value that came through an alternative's adapter is dated the same way.
     agent.toolbox().fetch_down.set(true);
     assert!(agent.fetch(URL).is_err());
     let routed = agent.fetch(URL).unwrap();
     assert_eq!(
-        routed.route.as_ref().map(|r| (r.kind, r.to.as_deref())),
+        routed.route().map(|r| (r.kind, r.to.as_deref())),
         Some((RouteKind::Alternative, Some("mirror")))
     );
     assert_eq!(
-        routed.freshness,
+        *routed.freshness(),
         Freshness::Stale {
             retrieved_at: yesterday
         }
     );
     // And so is the alternative called directly.
-    assert!(agent.mirror(URL).unwrap().freshness.is_labelled());
+    assert!(agent.mirror(URL).unwrap().freshness().is_labelled());
 }
 
 /// R6.3: fresh data carries no label: a `Dated` value from the current cycle (also one from
@@ -608,13 +608,13 @@ fn r6_3_a_fresh_dated_output_carries_no_label() {
     ] {
         let (agent, _clock) = pages(modified);
         let routed = agent.fetch(URL).unwrap();
-        assert_eq!(routed.freshness, Freshness::Fresh, "{modified:?}");
-        assert_eq!(routed.freshness.to_string(), "");
+        assert_eq!(*routed.freshness(), Freshness::Fresh, "{modified:?}");
+        assert_eq!(routed.freshness().to_string(), "");
     }
     let (agent, _clock) = pages(Some(Timestamp::from_secs(0)));
     let routed = agent.fetch_text(URL).unwrap();
     assert_eq!(
-        routed.freshness,
+        *routed.freshness(),
         Freshness::Fresh,
         "a value that is not Dated is not dated"
     );
@@ -625,11 +625,11 @@ fn r6_3_a_fresh_dated_output_carries_no_label() {
 #[test]
 fn r6_3_a_dated_output_goes_stale_when_a_new_cycle_begins() {
     let (agent, clock) = pages(Some(T0));
-    assert_eq!(agent.fetch(URL).unwrap().freshness, Freshness::Fresh);
+    assert_eq!(*agent.fetch(URL).unwrap().freshness(), Freshness::Fresh);
     clock.advance(Duration::from_secs(3600));
     agent.expeditor().new_cycle();
     assert_eq!(
-        agent.fetch(URL).unwrap().freshness,
+        *agent.fetch(URL).unwrap().freshness(),
         Freshness::Stale { retrieved_at: T0 }
     );
 }

@@ -36,13 +36,13 @@ fn r6_1_the_cached_label_names_the_declared_source() {
     let files = GuardedFiles::new(Files);
     let first = files.grep("API_KEY").unwrap();
     assert_eq!(
-        first.freshness,
+        *first.freshness(),
         Freshness::Fresh,
         "R6.3: fresh data carries no label"
     );
     let again = files.grep("API_KEY").unwrap();
     assert_eq!(
-        again.freshness.to_string(),
+        again.freshness().to_string(),
         "[CACHED RESULT — Grep returned identical results to previous call; filesystem may \
          have changed since]"
     );
@@ -50,8 +50,8 @@ fn r6_1_the_cached_label_names_the_declared_source() {
     let _ = files.read("a.txt").unwrap();
     let read = files.read("a.txt").unwrap();
     assert!(
-        matches!(&read.freshness, Freshness::Cached { source, .. } if source == "the source"),
+        matches!(read.freshness(), Freshness::Cached { source, .. } if source == "the source"),
         "{:?}",
-        read.freshness
+        read.freshness()
     );
 }

@@ -204,21 +204,22 @@ impl Reply {
         let state = id.and_then(|id| expeditor.state(id));
         match result {
             Ok(routed) => {
+                let (value, route, freshness) = routed.into_parts();
                 let mut notes = Vec::new();
-                if let Some(route) = &routed.route {
+                if let Some(route) = &route {
                     notes.push(route_note(route));
                 }
-                if routed.freshness.is_labelled() {
-                    notes.push(routed.freshness.to_string());
+                if freshness.is_labelled() {
+                    notes.push(freshness.to_string());
                 }
-                match serde_json::to_value(&routed.value) {
+                match serde_json::to_value(&value) {
                     Ok(value) => Reply {
                         tool: tool.to_owned(),
                         outcome: ReplyOutcome::Answered,
                         value: Some(value),
                         note: (!notes.is_empty()).then(|| notes.join("\n")),
-                        route: routed.route.map(|r| *r),
-                        freshness: routed.freshness,
+                        route,
+                        freshness,
                         state,
                         call_id: crate::telemetry::current_call_id_string(),
                     },
@@ -233,8 +234,8 @@ impl Reply {
                             "{tool} answered, but its value could not be turned into JSON ({e}). \
                              Report this to the user; calling {tool} again will not help."
                         )),
-                        route: routed.route.map(|r| *r),
-                        freshness: routed.freshness,
+                        route,
+                        freshness,
                         state,
                         call_id: crate::telemetry::current_call_id_string(),
                     },

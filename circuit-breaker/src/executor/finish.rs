@@ -27,11 +27,7 @@ fn finish<T, E>(
     match result {
         Ok(value) => {
             ticket.success();
-            Ok(Routed {
-                value,
-                route,
-                freshness: Freshness::Fresh,
-            })
+            Ok(Routed::taken(value, route, Freshness::Fresh))
         }
         Err(error) => Err(failed(ticket, route, error, failure)),
     }
@@ -110,11 +106,7 @@ pub fn finish_dated<T, E>(
                 }
                 None => {}
             }
-            Ok(Routed {
-                value,
-                route,
-                freshness,
-            })
+            Ok(Routed::taken(value, route, freshness))
         }
         Err(error) => Err(failed(ticket, route, error, failure)),
     }
@@ -171,8 +163,8 @@ pub fn finish_fresh<T, E>(
     let compared = freshen.args.is_some() && output.is_some();
     // A value that came through an alternative is that tool's: it is not compared with this
     // tool's baseline, only dated.
-    if routed.route.is_none() && (compared || expeditor.is_caching(freshen.tool)) {
-        routed.freshness = expeditor.observe(
+    if routed.route().is_none() && (compared || expeditor.is_caching(freshen.tool)) {
+        routed.set_freshness(expeditor.observe(
             freshen.tool,
             crate::model::freshness::Observation {
                 args: freshen.args.unwrap_or(0),
@@ -180,13 +172,13 @@ pub fn finish_fresh<T, E>(
                 data_time,
                 live: true,
             },
-        );
+        ));
     } else if let Some(at) = data_time.filter(|t| *t < expeditor.cycle_started_at()) {
-        routed.freshness = Freshness::Stale { retrieved_at: at };
+        routed.set_freshness(Freshness::Stale { retrieved_at: at });
     }
-    match &routed.route {
-        Some(route) => crate::telemetry::routed(route, &routed.freshness),
-        None => crate::telemetry::labelled(&routed.freshness),
+    match routed.route() {
+        Some(route) => crate::telemetry::routed(route, routed.freshness()),
+        None => crate::telemetry::labelled(routed.freshness()),
     }
     Ok(routed)
 }

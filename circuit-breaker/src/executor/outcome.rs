@@ -40,28 +40,157 @@ use crate::engine::Recorded;
 use crate::model::freshness::Freshness;
 use crate::model::route::RouteTaken;
 
-/// A tool's value with the route that produced it (R4.2): `None` when the tool itself
-/// answered, the alternative and its degradation otherwise.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A tool's value with the route that produced it (R4.2) and how fresh it is (R6).
+///
+/// The tool answering live is the common case, and it carries nothing beside the value: the
+/// route and the label live behind one pointer, null until there is one, so a `Routed` of a
+/// scalar moves in two registers.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Routed<T> {
     /// The value.
     pub value: T,
-    /// The route taken instead of the tool, if one was (boxed: the healthy path carries only
-    /// a null pointer).
-    pub route: Option<Box<RouteTaken>>,
-    /// How fresh the value is (R6): no label for a live result.
-    pub freshness: Freshness,
+    provenance: Option<Box<Provenance>>,
 }
 
+/// What a value went through besides a live call of its tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Provenance {
+    route: Option<RouteTaken>,
+    freshness: Freshness,
+}
+
+/// The label of a value nothing was said about.
+static FRESH: Freshness = Freshness::Fresh;
+
 impl<T> Routed<T> {
+    /// A value from the tool itself, live: no route, no label.
+    pub const fn direct(value: T) -> Self {
+        Self {
+            value,
+            provenance: None,
+        }
+    }
+
+    /// A value with the route taken instead of the tool (`None` when the tool answered) and
+    /// its freshness.
+    pub fn new(value: T, route: Option<RouteTaken>, freshness: Freshness) -> Self {
+        let provenance = match (route, freshness) {
+            (None, Freshness::Fresh) => None,
+            (route, freshness) => Some(Box::new(Provenance { route, freshness })),
+        };
+        Self { value, provenance }
+    }
+
+    /// The route taken instead of the tool, if one was.
+    pub fn route(&self) -> Option<&RouteTaken> {
+        self.provenance.as_ref().and_then(|p| p.route.as_ref())
+    }
+
+    /// [`Routed::new`] for the executor, whose routes come boxed: a live answer from the tool
+    /// itself allocates nothing.
+    #[inline]
+    pub(crate) fn taken(value: T, route: Option<Box<RouteTaken>>, freshness: Freshness) -> Self {
+        match (route, freshness) {
+            (None, Freshness::Fresh) => Self::direct(value),
+            (route, freshness) => Self::new(value, route.map(|r| *r), freshness),
+        }
+    }
+
+    /// How fresh the value is: [`Freshness::Fresh`], which prints no label, for a live result.
+    pub fn freshness(&self) -> &Freshness {
+        self.provenance.as_ref().map_or(&FRESH, |p| &p.freshness)
+    }
+
+    /// Gives the value a freshness label (R6).
+    pub fn set_freshness(&mut self, freshness: Freshness) {
+        match &mut self.provenance {
+            Some(provenance) => provenance.freshness = freshness,
+            None if freshness == Freshness::Fresh => {}
+            None => {
+                self.provenance = Some(Box::new(Provenance {
+                    route: None,
+                    freshness,
+                }));
+            }
+        }
+    }
+
     /// Whether the value came through an alternative, with some capability lost.
     pub fn is_degraded(&self) -> bool {
-        self.route.is_some()
+        self.route().is_some()
     }
 
     /// The value, dropping the route.
     pub fn into_value(self) -> T {
         self.value
+    }
+
+    /// The value, the route and the freshness, taken apart.
+    pub fn into_parts(self) -> (T, Option<RouteTaken>, Freshness) {
+        match self.provenance {
+            Some(provenance) => {
+                let Provenance { route, freshness } = *provenance;
+                (self.value, route, freshness)
+            }
+            None => (self.value, None, Freshness::Fresh),
+        }
+    }
+
+    /// The same route and label on another value.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Routed<U> {
+        Routed {
+            value: f(self.value),
+            provenance: self.provenance,
+        }
+    }
+}
+
+// The provenance is shown as what it holds, the route and the label, as when they were fields.
+#[allow(clippy::missing_fields_in_debug)]
+impl<T: fmt::Debug> fmt::Debug for Routed<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Routed")
+            .field("value", &self.value)
+            .field("route", &self.route())
+            .field("freshness", self.freshness())
+            .finish()
+    }
+}
+
+/// The serde form: the value, the route and the freshness side by side.
+#[derive(Serialize)]
+struct RoutedRef<'a, T> {
+    value: &'a T,
+    route: Option<&'a RouteTaken>,
+    freshness: &'a Freshness,
+}
+
+#[derive(Deserialize)]
+struct RoutedOwned<T> {
+    value: T,
+    route: Option<RouteTaken>,
+    freshness: Freshness,
+}
+
+impl<T: Serialize> Serialize for Routed<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        RoutedRef {
+            value: &self.value,
+            route: self.route(),
+            freshness: self.freshness(),
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Routed<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let RoutedOwned {
+            value,
+            route,
+            freshness,
+        } = RoutedOwned::deserialize(deserializer)?;
+        Ok(Self::new(value, route, freshness))
     }
 }
 
@@ -218,4 +347,82 @@ mod sealed {
     pub trait Sealed {}
 
     impl<T, E> Sealed for Result<T, E> {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::capability::Severity;
+    use crate::model::clock::Timestamp;
+    use crate::model::route::RouteKind;
+
+    fn fallback() -> RouteTaken {
+        RouteTaken {
+            from: "grep".into(),
+            kind: RouteKind::Fallback,
+            to: None,
+            method: None,
+            degradation: None,
+            severity: Severity::High,
+            fallback: Some("ask the user".into()),
+        }
+    }
+
+    #[test]
+    fn r4_a_live_value_is_the_value_and_a_null_pointer() {
+        // What the generated method's healthy path relies on: the answer moves in registers.
+        assert_eq!(
+            std::mem::size_of::<Routed<u64>>(),
+            2 * std::mem::size_of::<usize>()
+        );
+        let live = Routed::direct(7_u64);
+        assert!(live.provenance.is_none());
+        assert_eq!(live, Routed::new(7, None, Freshness::Fresh));
+        assert_eq!(live.route(), None);
+        assert_eq!(*live.freshness(), Freshness::Fresh);
+        assert!(!live.is_degraded());
+    }
+
+    #[test]
+    fn r6_a_label_sets_provenance_and_fresh_adds_none() {
+        let mut routed = Routed::direct("text");
+        routed.set_freshness(Freshness::Unknown);
+        assert_eq!(*routed.freshness(), Freshness::Unknown);
+        assert_ne!(routed, Routed::direct("text"));
+        // A fresh label on a value without provenance stays without one.
+        let mut live = Routed::direct("text");
+        live.set_freshness(Freshness::Fresh);
+        assert!(live.provenance.is_none());
+    }
+
+    #[test]
+    fn r4_the_serde_form_keeps_value_route_and_freshness_side_by_side() {
+        let at = Timestamp::from_secs(1_700_000_000);
+        let routed = Routed::new(
+            3_u32,
+            Some(fallback()),
+            Freshness::Stale { retrieved_at: at },
+        );
+        let json = serde_json::to_value(&routed).unwrap();
+        assert_eq!(json["value"], 3);
+        assert_eq!(
+            json["route"]["kind"],
+            serde_json::to_value(RouteKind::Fallback).unwrap()
+        );
+        assert_eq!(json["freshness"]["freshness"], "stale");
+        let back: Routed<u32> = serde_json::from_value(json).unwrap();
+        assert_eq!(back, routed);
+        let (value, route, freshness) = back.into_parts();
+        assert_eq!((value, route), (3, Some(fallback())));
+        assert_eq!(freshness, Freshness::Stale { retrieved_at: at });
+
+        let live: Routed<u32> =
+            serde_json::from_str(r#"{"value":1,"route":null,"freshness":{"freshness":"fresh"}}"#)
+                .unwrap();
+        assert!(live.provenance.is_none());
+        assert_eq!(
+            serde_json::to_value(&live).unwrap()["route"],
+            serde_json::Value::Null
+        );
+    }
 }

@@ -17,7 +17,7 @@ pub fn keep_last_good<T: Clone, E>(
     result: &Result<Routed<T>, CallError<E>>,
 ) {
     if let Ok(routed) = result
-        && routed.route.is_none()
+        && routed.route().is_none()
     {
         cache.remember(args, routed.value.clone(), expeditor.now());
     }
@@ -42,9 +42,9 @@ pub fn serve_stale<T: Clone, E>(
         trace_refusal(&refusal);
         return Err(CallError::Refused(refusal));
     };
-    Ok(stale_answer(Routed {
+    Ok(stale_answer(Routed::new(
         value,
-        route: Some(Box::new(RouteTaken {
+        Some(RouteTaken {
             from: refusal.tool().to_owned(),
             kind: crate::model::route::RouteKind::Stale,
             to: None,
@@ -54,15 +54,15 @@ pub fn serve_stale<T: Clone, E>(
             )),
             severity: crate::model::capability::Severity::High,
             fallback: None,
-        })),
-        freshness: Freshness::Stale { retrieved_at: at },
-    }))
+        }),
+        Freshness::Stale { retrieved_at: at },
+    )))
 }
 
 /// A last good result served for a refused call, recorded as its route (B12).
 fn stale_answer<T>(routed: Routed<T>) -> Routed<T> {
-    if let Some(route) = &routed.route {
-        crate::telemetry::routed(route, &routed.freshness);
+    if let Some(route) = routed.route() {
+        crate::telemetry::routed(route, routed.freshness());
     }
     routed
 }

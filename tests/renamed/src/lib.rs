@@ -87,7 +87,10 @@ mod tests {
         }
         let routed = shell.run("ls").expect("routed through echo");
         assert_eq!(routed.value, "echo ls");
-        assert_eq!(routed.route.and_then(|r| r.to).as_deref(), Some("echo"));
+        assert_eq!(
+            routed.route().and_then(|r| r.to.clone()).as_deref(),
+            Some("echo")
+        );
         assert_eq!(ShellTool::ALL, [ShellTool::Run, ShellTool::Echo]);
         assert_eq!(
             shell.expeditor().state(ShellTool::Run),

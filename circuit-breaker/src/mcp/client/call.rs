@@ -225,11 +225,7 @@ impl Inner {
                     ),
                     None => Freshness::Fresh,
                 };
-                let routed = Routed {
-                    value,
-                    route: None,
-                    freshness,
-                };
+                let routed = Routed::new(value, None, freshness);
                 let mut reply = Reply::from_call::<Value, String>(expeditor, name, Ok(routed));
                 if kept_only {
                     reply.value = None;
