@@ -201,12 +201,24 @@ pub fn call_direct<T, E>(
         Decision::Call(ticket) | Decision::Probe(ticket) => {
             finish_dated(expeditor, ticket, None, run(), failure, dated)
         }
-        decision => {
-            let refusal = refuse(expeditor, tool, &decision);
-            trace_refusal(&refusal);
-            Err(CallError::Refused(refusal))
-        }
+        ref decision => refused(expeditor, tool, decision),
     }
+}
+
+/// [`call_direct`]'s refusal, out of line and generic, so it writes the method's answer in
+/// place: inlined, the decision was copied out of `decide`'s answer and the refusal moved
+/// into the `Result` through the caller's stack, each copy a stalled load of what had just
+/// been stored in pieces (perf: a refusal ~41 → ~36 ns).
+#[cold]
+#[inline(never)]
+fn refused<T, E>(
+    expeditor: &Expeditor,
+    tool: ToolId,
+    decision: &Decision<'_>,
+) -> Result<Routed<T>, CallError<E>> {
+    let refusal = refuse(expeditor, tool, decision);
+    trace_refusal(&refusal);
+    Err(CallError::Refused(refusal))
 }
 
 /// The `execute_tool` span a guarded method of a toolbox runs in (B12): the one an outer
