@@ -1,5 +1,5 @@
-//! B17: an upstream's own requests to its client — sampling (its model) and roots — reach the
-//! client behind the guard and come back with its answer, in the middle of a tool call; a
+//! B17: an upstream's own requests to its client — sampling (its model), elicitation (its
+//! user) and roots — reach the client behind the guard and come back with its answer, in the middle of a tool call; a
 //! client that does not answer them gives the upstream a clear error, not a hang.
 
 #![allow(deprecated)] // sampling and roots: what protocol 2025-06-18 servers still use
@@ -10,7 +10,8 @@ use std::time::Duration;
 use agent_circuit_breaker::mcp::rmcp;
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientInfo, CreateMessageRequestParams,
-    CreateMessageResult, Implementation, ListRootsResult, ProtocolVersion, Root, SamplingMessage,
+    CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitationAction, Implementation,
+    ListRootsResult, ProtocolVersion, Root, SamplingMessage,
 };
 use rmcp::service::{RequestContext, RunningService};
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt as _};
@@ -26,6 +27,7 @@ impl ClientHandler for Desk {
     fn get_info(&self) -> ClientInfo {
         let capabilities: ClientCapabilities = serde_json::from_value(json!({
             "sampling": {},
+            "elicitation": {},
             "roots": { "listChanged": false }
         }))
         .expect("capabilities");
@@ -47,6 +49,19 @@ impl ClientHandler for Desk {
             SamplingMessage::assistant_text(format!("42, to {question:?}")),
             "desk-model".to_owned(),
         ))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let asked = serde_json::to_value(&request).unwrap_or_default();
+        // The user answers the form the upstream sent, as the upstream sent it.
+        let fields = asked["requestedSchema"]["required"].clone();
+        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({
+            "answer": format!("yes, to {:?} (fields {fields})", asked["message"].as_str().unwrap_or("?"))
+        })))
     }
 
     async fn list_roots(
@@ -104,7 +119,8 @@ async fn call<H: ClientHandler>(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn b17_sampling_and_roots_asked_by_an_upstream_reach_the_client_behind_the_guard() {
+async fn b17_sampling_elicitation_and_roots_asked_by_an_upstream_reach_the_client_behind_the_guard()
+{
     let dir = scratch("relay");
     let Spawned {
         mut child,
@@ -128,6 +144,22 @@ async fn b17_sampling_and_roots_asked_by_an_upstream_reach_the_client_behind_the
     );
     let roots = call(&client, "roots", json!({}), &stderr).await;
     assert_eq!(text(&roots), "roots: file:///work/project");
+    let confirmed = call(
+        &client,
+        "confirm",
+        json!({ "question": "delete the branch?" }),
+        &stderr,
+    )
+    .await;
+    assert_ne!(confirmed.is_error, Some(true), "{confirmed:?}");
+    let said = text(&confirmed);
+    assert!(said.starts_with("the user said "), "{said}");
+    let answer: Value = serde_json::from_str(&said["the user said ".len()..]).expect("the answer");
+    assert_eq!(answer["action"], "accept", "{said}");
+    assert_eq!(
+        answer["content"]["answer"], r#"yes, to "delete the branch?" (fields ["answer"])"#,
+        "{said}"
+    );
     // Relayed requests are the upstream's business, not failures of its tools.
     client.cancel().await.expect("the session closes");
     let _ = tokio::time::timeout(Duration::from_secs(20), child.wait()).await;
@@ -157,6 +189,19 @@ async fn b17_a_client_without_a_model_gives_the_upstream_a_clear_error() {
         text(&asked).contains("does not support"),
         "{}",
         text(&asked)
+    );
+    let confirmed = call(
+        &client,
+        "confirm",
+        json!({ "question": "anyone?" }),
+        &stderr,
+    )
+    .await;
+    assert!(
+        text(&confirmed).starts_with("elicitation failed:")
+            && text(&confirmed).contains("does not support elicitation"),
+        "{}",
+        text(&confirmed)
     );
     let _ = client.cancel().await;
 }

@@ -8,8 +8,9 @@
 //!   template, a prompt; completion and logging.
 //! - `beta`: tool `cat` (the overlay's alternative of `read_file`), a resource, a prompt.
 //! - `asker`: on protocol 2025-06-18 (later revisions forbid a server's requests to its
-//!   client), tools `ask` (asks its client's model: sampling) and `roots` (asks its client's
-//!   roots), each answering with what its client answered.
+//!   client), tools `ask` (asks its client's model: sampling), `roots` (asks its client's
+//!   roots) and `confirm` (asks its client's user: elicitation), each answering with what its
+//!   client answered.
 //! - `garbage`: prints lines that are no JSON-RPC, then exits.
 //! - `silent`: reads its input and never answers.
 
@@ -167,6 +168,11 @@ impl ServerHandler for Upstream {
                     "Lists the client's roots.",
                     json!({ "type": "object" }),
                 ),
+                tool(
+                    "confirm",
+                    "Asks the client's user.",
+                    json!({ "type": "object", "properties": { "question": { "type": "string" } } }),
+                ),
             ]
         } else {
             vec![tool("cat", "Prints a file (beta's copy).", path_schema())]
@@ -204,6 +210,34 @@ impl ServerHandler for Upstream {
                     }
                     Err(error) => CallToolResult::error(vec![rmcp::model::ContentBlock::text(
                         format!("sampling failed: {error}"),
+                    )]),
+                }
+            }
+            "confirm" => {
+                let question = args.get("question").and_then(Value::as_str).unwrap_or("?");
+                // Sent as a plain request: the peer's own method needs rmcp's `elicitation`
+                // feature, which only this test would turn on.
+                let request: rmcp::model::ServerRequest = from(json!({
+                    "method": "elicitation/create",
+                    "params": {
+                        "mode": "form",
+                        "message": question,
+                        "requestedSchema": {
+                            "type": "object",
+                            "properties": { "answer": { "type": "string" } },
+                            "required": ["answer"]
+                        }
+                    }
+                }));
+                match context.peer.send_request(request).await {
+                    Ok(answer) => {
+                        CallToolResult::success(vec![rmcp::model::ContentBlock::text(format!(
+                            "the user said {}",
+                            serde_json::to_value(&answer).unwrap_or_default()
+                        ))])
+                    }
+                    Err(error) => CallToolResult::error(vec![rmcp::model::ContentBlock::text(
+                        format!("elicitation failed: {error}"),
                     )]),
                 }
             }
