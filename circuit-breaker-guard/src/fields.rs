@@ -62,25 +62,6 @@ fn named_plainly(name: &str) -> bool {
     name != "message" && !name.starts_with("r#") && !name.starts_with("log.")
 }
 
-/// `parts` written one after the other: joined on the stack and written at once when they
-/// fit (each write to the span's `String` is a call through `dyn Write` and a copy).
-fn write_parts(writer: &mut Writer<'_>, parts: [&str; 5]) -> fmt::Result {
-    let mut joined = [0_u8; 256];
-    let mut at = 0;
-    for part in parts {
-        let Some(to) = joined.get_mut(at..at + part.len()) else {
-            return parts.iter().try_for_each(|part| writer.write_str(part));
-        };
-        to.copy_from_slice(part.as_bytes());
-        at += part.len();
-    }
-    // Whole strings joined are UTF-8 still; the check is on ASCII, a few dozen bytes.
-    match joined.get(..at).map(std::str::from_utf8) {
-        Some(Ok(text)) => writer.write_str(text),
-        _ => parts.iter().try_for_each(|part| writer.write_str(part)),
-    }
-}
-
 /// A writer that tells whether anything was written through it.
 struct Noting<'w, 'a> {
     writer: &'w mut Writer<'a>,
@@ -139,7 +120,13 @@ impl Visit for FieldsVisitor<'_> {
             }
             let separator = if *is_empty { "" } else { " " };
             *is_empty = false;
-            *result = write_parts(writer, [separator, field.name(), "=\"", value, "\""]);
+            *result = (|| {
+                writer.write_str(separator)?;
+                writer.write_str(field.name())?;
+                writer.write_str("=\"")?;
+                writer.write_str(value)?;
+                writer.write_char('"')
+            })();
             return;
         }
         self.delegate(|visitor| visitor.record_str(field, value));
