@@ -14,7 +14,8 @@
 //! to choose; `HOP_ONLY=guard,direct` for some rows; `HOP_WRAP` runs the proxies under a tool
 //! and `HOP_WRAP_UPSTREAM` the upstreams they start on their stdio ([`wrapped`]);
 //! `HOP_LIFECYCLE=initialize` has the guard start its upstream with `initialize` (2025-11-25,
-//! as the forwarder does) rather than 2026-07-28's discovery.
+//! as the forwarder does) rather than 2026-07-28's discovery; `HOP_GUARD=path` runs another
+//! build of the guard (a copy of an earlier one, to compare builds in interleaved runs).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -36,6 +37,9 @@ use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, BufReader};
 use tokio::process::{Child, Command};
 
 const GUARD: &str = env!("CARGO_BIN_EXE_circuit-breaker-guard");
+/// Another build of the guard to run instead of this one's, e.g. a copy of an earlier build,
+/// to compare two builds in interleaved runs.
+const GUARD_PATH: &str = "HOP_GUARD";
 /// `upstream` or `forwarder`: the part a child plays.
 const ROLE: &str = "HOP_BENCH_ROLE";
 /// How many tools the upstream offers.
@@ -75,6 +79,10 @@ fn main() {
 
 // ---------------------------------------------------------------------------------------------
 // Starting the paths.
+
+fn guard_path() -> String {
+    std::env::var(GUARD_PATH).unwrap_or_else(|_| GUARD.to_owned())
+}
 
 fn self_command(role: &str, tools: usize) -> Command {
     let mut command = Command::new(std::env::current_exe().expect("this bench's path"));
@@ -473,7 +481,7 @@ async fn paths(
         Kind::Forwarder,
         over_stdio(wrapped(PROXY_WRAP, self_command("forwarder", tools))).await,
     );
-    let mut guard = wrapped(PROXY_WRAP, Command::new(GUARD));
+    let mut guard = wrapped(PROXY_WRAP, Command::new(guard_path()));
     guard.arg("--config").arg(guard_config(dir, tools, None));
     add(
         "guard stdio",
@@ -501,7 +509,7 @@ async fn paths(
         Kind::Forwarder,
         over_http(&format!("http://{url}")).await,
     );
-    let mut guard = wrapped(PROXY_WRAP, Command::new(GUARD));
+    let mut guard = wrapped(PROXY_WRAP, Command::new(guard_path()));
     guard
         .arg("--config")
         .arg(guard_config(dir, tools, None))
@@ -541,7 +549,7 @@ async fn paths(
         Kind::Forwarder,
         over_stdio(command).await,
     );
-    let mut guard = wrapped(PROXY_WRAP, Command::new(GUARD));
+    let mut guard = wrapped(PROXY_WRAP, Command::new(guard_path()));
     guard
         .arg("--config")
         .arg(guard_config(dir, tools, Some(&upstream_url)));

@@ -4,6 +4,7 @@
 //! The config is one YAML file (see the README).
 
 mod config;
+mod fields;
 mod locate;
 #[cfg(feature = "otel")]
 mod otel;
@@ -320,10 +321,13 @@ fn init_logs(config: &Config) -> Result<Option<otel::Exporters>, String> {
         .with_default(level)
         .with_target("rmcp", level.min(tracing::Level::WARN));
     // The level is the logs' alone: what is exported does not depend on how much is logged.
+    // Every call's span has its fields written by this layer when it opens, line or not:
+    // `Fields` writes the same text for less.
     let logs = tracing_subscriber::fmt::layer()
         .with_writer(writer)
         .with_ansi(false)
         .with_target(false)
+        .fmt_fields(fields::Fields)
         .with_filter(filter);
     let registry = tracing_subscriber::registry().with(logs);
     #[cfg(feature = "otel")]

@@ -266,10 +266,10 @@ fn upstream_error(server: &str, error: ServiceError) -> ErrorData {
 
 /// The guard's data for one call: the reply's `_meta` (outcome, circuit state, route,
 /// degradation), the server, and the note for the model.
-fn guard_meta(guarded: &GuardedResult) -> Value {
+fn guard_meta(guarded: &mut GuardedResult) -> Value {
     let mut meta = guarded.reply.meta();
-    if let Some(server) = &guarded.server {
-        meta.insert("server".into(), server.clone().into());
+    if let Some(server) = guarded.server.take() {
+        meta.insert("server".into(), server.into());
     }
     if let Some(note) = &guarded.reply.note {
         meta.insert("note".into(), note.clone().into());
@@ -280,8 +280,8 @@ fn guard_meta(guarded: &GuardedResult) -> Value {
 /// What the client receives: the upstream's result as it came with the guard's data under
 /// [`META_KEY`] (and, on an error, the note for the model as one more text block after the
 /// upstream's own); without one, the guard's reply.
-pub fn to_result(guarded: GuardedResult) -> CallToolResult {
-    let ours = guard_meta(&guarded);
+pub fn to_result(mut guarded: GuardedResult) -> CallToolResult {
+    let ours = guard_meta(&mut guarded);
     match guarded.result {
         Some(mut result) => {
             if result.is_error == Some(true)
@@ -377,9 +377,11 @@ impl ServerHandler for Guard {
             let arguments = Value::Object(request.arguments.unwrap_or_default());
             // The client's `_meta` goes upstream with the call: its progress token above all,
             // so that the upstream's progress notifications name the client's request.
-            let meta = request
-                .meta
-                .or_else(|| (!context.meta.0.is_empty()).then(|| context.meta.clone()));
+            // Taken rather than copied: the context's `_meta` is not read again.
+            let mut context = context;
+            let meta = request.meta.or_else(|| {
+                (!context.meta.0.is_empty()).then(|| std::mem::take(&mut context.meta))
+            });
             let call = self
                 .shared
                 .client
