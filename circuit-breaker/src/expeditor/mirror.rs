@@ -307,20 +307,23 @@ impl Mirror {
                 }
             }
         }
-        let write = |tool: ToolId| {
-            if let (Some(slot), Some(record)) = (self.get(tool), engine.record(tool)) {
-                slot.hot.publish(record, engine.gated(tool));
-            }
-        };
         match changes.dirty {
             Dirty::None => {}
-            Dirty::One(tool) => write(tool),
+            Dirty::One(tool) => self.publish_tool(engine, tool),
             Dirty::All => (0..engine.len())
                 .filter_map(|i| u32::try_from(i).ok())
-                .for_each(|i| write(ToolId::from_index(i))),
+                .for_each(|i| self.publish_tool(engine, ToolId::from_index(i))),
         }
         self.halted
             .store(engine.needs_slow_path(), Ordering::Release);
+    }
+
+    /// Publishes one tool's record, for a command that changed that record alone (the pause
+    /// flag and the lock-free paths' own cells as they were). Called under the engine's lock.
+    pub(crate) fn publish_tool(&self, engine: &Engine, tool: ToolId) {
+        if let (Some(slot), Some(record)) = (self.get(tool), engine.record(tool)) {
+            slot.hot.publish(record, engine.gated(tool));
+        }
     }
 
     /// Writes slot `tool`; called under the engine's lock, in id order.

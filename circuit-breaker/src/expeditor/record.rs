@@ -24,7 +24,23 @@ impl Expeditor {
         let now = self.now();
         // The model's id for the call, when its caller gave one (B18), for the ledger line.
         let call_id = crate::telemetry::current_call_id_string();
-        self.command(|engine, changes, step| {
+        let mut engine = self.lock();
+        let (failure, call_id) = if via == Via::Call {
+            match engine.fail_quietly(tool, failure, call_id, self.step(), now) {
+                Ok(recorded) => {
+                    // Only the tool's word moved: the command's `Changes`, timers (a CLOSED
+                    // tool has none to arm), fleet and observers (no event) have nothing to do.
+                    self.inner.mirror.publish_tool(&engine, tool);
+                    drop(engine);
+                    self.inner.changed.bump();
+                    return recorded;
+                }
+                Err(given_back) => given_back,
+            }
+        } else {
+            (failure, call_id)
+        };
+        self.command_in(engine, |engine, changes, step| {
             engine.fail(tool, via, failure, call_id, step, now, changes)
         })
     }
