@@ -259,6 +259,7 @@ impl Engine {
     /// for `fail`, the engine unchanged (but for charged failures that left a rolling budget
     /// window, which `fail` would expire first all the same).
     #[allow(clippy::result_large_err)] // the failure given back is the caller's own, moved
+    #[inline]
     pub(crate) fn fail_quietly(
         &mut self,
         tool: ToolId,

@@ -222,6 +222,16 @@ pub(crate) struct Slot {
     pub(crate) hot: Hot,
 }
 
+impl Slot {
+    /// [`Mirror::publish_tool`], for a caller that holds the slot of `tool` already.
+    #[inline]
+    pub(crate) fn publish(&self, engine: &Engine, tool: ToolId) {
+        if let Some(record) = engine.record(tool) {
+            self.hot.publish(record, engine.gated(tool));
+        }
+    }
+}
+
 /// One tool's cache line: its slot, once registered.
 #[derive(Debug)]
 #[repr(align(64))]
@@ -321,8 +331,8 @@ impl Mirror {
     /// Publishes one tool's record, for a command that changed that record alone (the pause
     /// flag and the lock-free paths' own cells as they were). Called under the engine's lock.
     pub(crate) fn publish_tool(&self, engine: &Engine, tool: ToolId) {
-        if let (Some(slot), Some(record)) = (self.get(tool), engine.record(tool)) {
-            slot.hot.publish(record, engine.gated(tool));
+        if let Some(slot) = self.get(tool) {
+            slot.publish(engine, tool);
         }
     }
 

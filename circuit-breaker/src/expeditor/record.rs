@@ -17,7 +17,13 @@ impl Expeditor {
     }
 
     #[cold]
-    pub(super) fn record_failure(&self, tool: ToolId, via: Via, failure: Failure) -> Recorded {
+    pub(super) fn record_failure(
+        &self,
+        tool: ToolId,
+        slot: Option<&Slot>,
+        via: Via,
+        failure: Failure,
+    ) -> Recorded {
         if failure.blame() == crate::model::failure::Blame::Caller {
             return self.record_caller_mistake(tool, via, crate::engine::MistakeKind::Rejected);
         }
@@ -30,7 +36,10 @@ impl Expeditor {
                 Ok(recorded) => {
                     // Only the tool's word moved: the command's `Changes`, timers (a CLOSED
                     // tool has none to arm), fleet and observers (no event) have nothing to do.
-                    self.inner.mirror.publish_tool(&engine, tool);
+                    match slot {
+                        Some(slot) => slot.publish(&engine, tool),
+                        None => self.inner.mirror.publish_tool(&engine, tool),
+                    }
                     drop(engine);
                     self.inner.changed.bump();
                     return recorded;

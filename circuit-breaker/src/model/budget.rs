@@ -165,6 +165,7 @@ impl Budget {
 
     /// Writes `line` down, dropping the oldest lines after the head first when the ledger
     /// is full.
+    #[inline]
     fn write(&mut self, line: LedgerEntry) {
         if self.ledger.len() >= LEDGER_LINES {
             self.drop_lines();
@@ -174,6 +175,8 @@ impl Budget {
 
     /// Drops [`LEDGER_DROP`] lines after the head (fewer when the ledger is shorter), counting
     /// them.
+    #[cold]
+    #[inline(never)]
     fn drop_lines(&mut self) {
         let dropped = &mut self.dropped;
         self.ledger
@@ -190,6 +193,7 @@ impl Budget {
     /// Writes a failure down (of the call `call_id`, when known) and charges it if budget is
     /// left — unless it is `pending` (it may belong to a systemic event). Returns whether this
     /// charge spent the last of the budget.
+    #[inline]
     pub(crate) fn charge(
         &mut self,
         tool: ToolName,
