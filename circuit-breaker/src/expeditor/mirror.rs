@@ -2,8 +2,9 @@
 //!
 //! Per tool, one word packs the state, the pre-call gate, the backoff flag and the
 //! consecutive failures (0 means CLOSED with no failure: callable, and a success changes
-//! nothing). The word and the opening step are written only by [`Mirror::publish`], under the
-//! engine's lock, from the engine's state; nothing else writes them.
+//! nothing). The word and the opening step are written only by [`Mirror::publish`] (or, for
+//! a command that changed one tool's record alone, [`Slot::publish`]), under the engine's
+//! lock, from the engine's state; nothing else writes them.
 //!
 //! Two more cells per tool are the lock-free paths' own, because they change on paths that
 //! take no lock:

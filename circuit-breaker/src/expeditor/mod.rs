@@ -10,7 +10,10 @@
 //! around the engine (the state machine as a plain value): one mutex around the one engine,
 //! one `command` through which every change goes — the engine changes, the mirror is
 //! published (its only writer), the lock is released, and then the hook sees every event:
-//! `tracing` and each [`Observer`]. Queries read one consistent view under one lock.
+//! `tracing` and each [`Observer`]. Queries read one consistent view under one lock. The one
+//! exception is the commonest failure, a CLOSED tool's below its threshold: it changes one
+//! record and the budget and makes no event, so it is written under the same lock without a
+//! command, and only its tool's word is published (`record.rs`).
 //!
 //! Nothing in this module knows a tool's API or error type (R8.1).
 
