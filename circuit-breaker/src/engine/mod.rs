@@ -250,6 +250,65 @@ impl Engine {
         }
     }
 
+    /// Records a failure that changes nothing but its tool's record and the budget (R3.3): a
+    /// CALL on a CLOSED tool that stays below its threshold, with no server outage, no
+    /// systemic event in force and budget left after it. What it writes is what
+    /// [`fail`](Self::fail) writes for such a failure (the run, the last failure, the ledger
+    /// line, pending when it may correlate); it makes no event and touches only that tool's
+    /// mirror, so the expeditor needs no [`Changes`] for it. Any other failure is given back
+    /// for `fail`, the engine unchanged (but for charged failures that left a rolling budget
+    /// window, which `fail` would expire first all the same).
+    #[allow(clippy::result_large_err)] // the failure given back is the caller's own, moved
+    #[inline]
+    pub(crate) fn fail_quietly(
+        &mut self,
+        tool: ToolId,
+        failure: Failure,
+        call_id: Option<String>,
+        step: u64,
+        now: Timestamp,
+    ) -> Result<Recorded, (Failure, Option<String>)> {
+        let i = tool.index() as usize;
+        let (Some(record), Some(def)) = (self.records.get(i), self.defs.get(i)) else {
+            return Err((failure, call_id));
+        };
+        let threshold = self.prechecks[i].threshold(def.settings.threshold);
+        if record.state != CircuitState::Closed
+            || record.consecutive_failures.saturating_add(1) >= threshold
+            || failure.is_server_unreachable()
+            || self.cascade.active()
+            || self.groups.outage_of(tool).is_some()
+        {
+            return Err((failure, call_id));
+        }
+        if let Some(window) = self.policy.budget_window() {
+            self.budget.expire(now, window);
+        }
+        let pending = self.policy.cascade_detection()
+            && may_correlate(
+                tool,
+                failure.category(),
+                &self.records,
+                &self.groups,
+                step,
+                self.policy.cascade_window(),
+            );
+        // The charge that spends the budget's last failure pauses: an event, `fail`'s.
+        let status = self.budget.status();
+        if !pending && status.consumed.saturating_add(1) == status.limit {
+            return Err((failure, call_id));
+        }
+        let settings = crate::model::breaker::Settings {
+            threshold,
+            ..def.settings
+        };
+        self.budget
+            .charge(def.name(), failure.clone(), step, now, pending, call_id);
+        let transition = self.records[i].fail(Via::Call, settings, now, step, failure);
+        debug_assert_eq!(transition, None, "a quiet failure changed its circuit");
+        Ok(self.recorded(i))
+    }
+
     /// Records a failure (R3.3): consecutive failures + 1, last failure kept, budget charged,
     /// threshold checked, cascades detected (R9). The ledger line names the call `call_id`,
     /// when its caller gave the model's id for it (B18).

@@ -67,6 +67,9 @@ impl<'a> Skip<'a> {
     }
 
     /// The best route (R4.1): never `None`, scope reduction at worst.
+    // Inlined: every generated method's refusal asks for it, and the tool-without-
+    // alternatives answer below is a few loads.
+    #[inline]
     pub fn route(&self) -> Route<'a> {
         // A tool without alternatives has one route whatever the state: said at once, without
         // the iterator (the refusal path of every generated method asks for it).

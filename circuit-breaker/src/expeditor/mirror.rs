@@ -2,8 +2,9 @@
 //!
 //! Per tool, one word packs the state, the pre-call gate, the backoff flag and the
 //! consecutive failures (0 means CLOSED with no failure: callable, and a success changes
-//! nothing). The word and the opening step are written only by [`Mirror::publish`], under the
-//! engine's lock, from the engine's state; nothing else writes them.
+//! nothing). The word and the opening step are written only by [`Mirror::publish`] (or, for
+//! a command that changed one tool's record alone, [`Slot::publish`]), under the engine's
+//! lock, from the engine's state; nothing else writes them.
 //!
 //! Two more cells per tool are the lock-free paths' own, because they change on paths that
 //! take no lock:
@@ -222,6 +223,16 @@ pub(crate) struct Slot {
     pub(crate) hot: Hot,
 }
 
+impl Slot {
+    /// [`Mirror::publish_tool`], for a caller that holds the slot of `tool` already.
+    #[inline]
+    pub(crate) fn publish(&self, engine: &Engine, tool: ToolId) {
+        if let Some(record) = engine.record(tool) {
+            self.hot.publish(record, engine.gated(tool));
+        }
+    }
+}
+
 /// One tool's cache line: its slot, once registered.
 #[derive(Debug)]
 #[repr(align(64))]
@@ -307,20 +318,23 @@ impl Mirror {
                 }
             }
         }
-        let write = |tool: ToolId| {
-            if let (Some(slot), Some(record)) = (self.get(tool), engine.record(tool)) {
-                slot.hot.publish(record, engine.gated(tool));
-            }
-        };
         match changes.dirty {
             Dirty::None => {}
-            Dirty::One(tool) => write(tool),
+            Dirty::One(tool) => self.publish_tool(engine, tool),
             Dirty::All => (0..engine.len())
                 .filter_map(|i| u32::try_from(i).ok())
-                .for_each(|i| write(ToolId::from_index(i))),
+                .for_each(|i| self.publish_tool(engine, ToolId::from_index(i))),
         }
         self.halted
             .store(engine.needs_slow_path(), Ordering::Release);
+    }
+
+    /// Publishes one tool's record, for a command that changed that record alone (the pause
+    /// flag and the lock-free paths' own cells as they were). Called under the engine's lock.
+    pub(crate) fn publish_tool(&self, engine: &Engine, tool: ToolId) {
+        if let Some(slot) = self.get(tool) {
+            slot.publish(engine, tool);
+        }
     }
 
     /// Writes slot `tool`; called under the engine's lock, in id order.

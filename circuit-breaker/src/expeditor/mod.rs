@@ -10,7 +10,10 @@
 //! around the engine (the state machine as a plain value): one mutex around the one engine,
 //! one `command` through which every change goes — the engine changes, the mirror is
 //! published (its only writer), the lock is released, and then the hook sees every event:
-//! `tracing` and each [`Observer`]. Queries read one consistent view under one lock.
+//! `tracing` and each [`Observer`]. Queries read one consistent view under one lock. The one
+//! exception is the commonest failure, a CLOSED tool's below its threshold: it changes one
+//! record and the budget and makes no event, so it is written under the same lock without a
+//! command, and only its tool's word is published (`record.rs`).
 //!
 //! Nothing in this module knows a tool's API or error type (R8.1).
 
@@ -159,22 +162,28 @@ impl Expeditor {
     /// only writer of the mirror); after the lock is released, the hook: every event to
     /// `tracing` and to each observer, in order.
     fn command<T>(&self, command: impl FnOnce(&mut Engine, &mut Changes, u64) -> T) -> T {
+        self.command_in(self.lock(), command)
+    }
+
+    /// [`command`](Self::command), under a lock already taken.
+    fn command_in<T>(
+        &self,
+        mut engine: MutexGuard<'_, Engine>,
+        command: impl FnOnce(&mut Engine, &mut Changes, u64) -> T,
+    ) -> T {
         let mut changes = Changes::default();
-        let out = {
-            let mut engine = self.lock();
-            let out = command(&mut engine, &mut changes, self.step());
-            if engine.policy().cool_down().is_some() && changes.dirty != Dirty::None {
-                engine.arm_timers(self.now(), &changes);
-            }
-            if !changes.shared().is_empty() {
-                engine.fleet_dues(&mut changes);
-            }
-            self.inner.mirror.publish(&engine, &changes);
-            if let Some(step) = changes.rare_ref().and_then(|r| r.step) {
-                self.inner.step.store(step, Ordering::Release);
-            }
-            out
-        };
+        let out = command(&mut engine, &mut changes, self.step());
+        if engine.policy().cool_down().is_some() && changes.dirty != Dirty::None {
+            engine.arm_timers(self.now(), &changes);
+        }
+        if !changes.shared().is_empty() {
+            engine.fleet_dues(&mut changes);
+        }
+        self.inner.mirror.publish(&engine, &changes);
+        if let Some(step) = changes.rare_ref().and_then(|r| r.step) {
+            self.inner.step.store(step, Ordering::Release);
+        }
+        drop(engine);
         self.notify(&changes);
         if let Some(store) = &self.inner.fleet
             && !changes.shared().is_empty()

@@ -17,14 +17,39 @@ impl Expeditor {
     }
 
     #[cold]
-    pub(super) fn record_failure(&self, tool: ToolId, via: Via, failure: Failure) -> Recorded {
+    pub(super) fn record_failure(
+        &self,
+        tool: ToolId,
+        slot: Option<&Slot>,
+        via: Via,
+        failure: Failure,
+    ) -> Recorded {
         if failure.blame() == crate::model::failure::Blame::Caller {
             return self.record_caller_mistake(tool, via, crate::engine::MistakeKind::Rejected);
         }
         let now = self.now();
         // The model's id for the call, when its caller gave one (B18), for the ledger line.
         let call_id = crate::telemetry::current_call_id_string();
-        self.command(|engine, changes, step| {
+        let mut engine = self.lock();
+        let (failure, call_id) = if via == Via::Call {
+            match engine.fail_quietly(tool, failure, call_id, self.step(), now) {
+                Ok(recorded) => {
+                    // Only the tool's word moved: the command's `Changes`, timers (a CLOSED
+                    // tool has none to arm), fleet and observers (no event) have nothing to do.
+                    match slot {
+                        Some(slot) => slot.publish(&engine, tool),
+                        None => self.inner.mirror.publish_tool(&engine, tool),
+                    }
+                    drop(engine);
+                    self.inner.changed.bump();
+                    return recorded;
+                }
+                Err(given_back) => given_back,
+            }
+        } else {
+            (failure, call_id)
+        };
+        self.command_in(engine, |engine, changes, step| {
             engine.fail(tool, via, failure, call_id, step, now, changes)
         })
     }

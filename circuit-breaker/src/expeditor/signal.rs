@@ -10,6 +10,10 @@ use super::sync::{AtomicBool, AtomicU64, Mutex, Ordering};
 #[derive(Debug, Default)]
 pub(crate) struct Signal {
     version: AtomicU64,
+    /// Whether the version was ever read (a watch made, the changes counted): until then no
+    /// one can tell a bump from none, so a bump moves nothing. Most expeditors are never
+    /// watched, and a failure's bump was one more atomic read-modify-write on its path.
+    observed: AtomicBool,
     /// Whether `wakers` may hold any: a bump with no one waiting takes no lock.
     waiting: AtomicBool,
     wakers: Mutex<Vec<Waker>>,
@@ -18,11 +22,26 @@ pub(crate) struct Signal {
 impl Signal {
     /// The number of bumps so far.
     pub(crate) fn version(&self) -> u64 {
+        if !self.observed.load(Ordering::SeqCst) {
+            self.observed.store(true, Ordering::SeqCst);
+        }
         self.version.load(Ordering::SeqCst)
     }
 
     /// Moves the counter and wakes every waiting future.
+    #[inline]
     pub(crate) fn bump(&self) {
+        // SeqCst with `version`'s: either the bump sees `observed`, or the first reader's
+        // store of it came after this load, so after the change this bump is for was made
+        // (under the engine's lock, released before): a watch made then starts from a
+        // version that has it already, and counting it would change nothing it can see.
+        if self.observed.load(Ordering::SeqCst) {
+            self.bump_observed();
+        }
+    }
+
+    #[inline(never)]
+    fn bump_observed(&self) {
         // SeqCst here and in `poll_changed`: either the bump sees `waiting`, or the waiter sees
         // the new version.
         self.version.fetch_add(1, Ordering::SeqCst);

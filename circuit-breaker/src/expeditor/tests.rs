@@ -109,3 +109,81 @@ fn expeditor_is_send_and_sync() {
     check::<Expeditor>();
     check::<Ticket<'static>>();
 }
+
+/// A failure below the threshold is recorded under the lock without a command: everything a
+/// command would record is there (the run, the last failure, the ledger line with the call's
+/// id, the budget), a watch sees it, observers see no event, and the failure that reaches
+/// the threshold still opens the circuit with its event.
+#[cfg(not(shuttle))]
+#[test]
+fn a_quiet_failure_records_what_a_command_records() {
+    use crate::model::failure::FailureCategory;
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let map = CapabilityMap::new().tool(
+        ToolSpec::new("Grep")
+            .provides("content search")
+            .fallback("ask the user"),
+    );
+    let expeditor = Expeditor::builder(map)
+        .policy(
+            Policy::builder()
+                .threshold(3)
+                .budget(5)
+                .build()
+                .expect("valid"),
+        )
+        .observer({
+            let seen = Arc::clone(&seen);
+            move |event: &crate::event::Event| seen.lock().unwrap().push(event.clone())
+        })
+        .build()
+        .expect("a valid map");
+    let grep = expeditor.tool("Grep").expect("declared");
+    let fail = |message: &'static str| {
+        let Decision::Call(ticket) = expeditor.decide(grep) else {
+            panic!("Grep takes calls")
+        };
+        crate::telemetry::with_call_id("call_7", || ticket.failure(message))
+    };
+    let watch = expeditor.watch();
+    let recorded = fail("connection refused");
+    assert!(watch.has_changed(), "a watch sees a quiet failure");
+    assert_eq!(
+        (
+            recorded.state,
+            recorded.consecutive_failures,
+            recorded.opened
+        ),
+        (CircuitState::Closed, 1, false)
+    );
+    assert_eq!(recorded.budget.consumed, 1);
+    let _ = fail("no route to host");
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "no event below the threshold"
+    );
+    let record = expeditor.breaker(grep).expect("registered");
+    assert_eq!(record.consecutive_failures(), 2);
+    assert_eq!(record.recent_failures().len(), 2);
+    let last = record.last_failure().expect("a failure");
+    assert_eq!(last.failure.message(), "no route to host");
+    assert_eq!(last.failure.category(), FailureCategory::Network);
+    let budget = expeditor.budget();
+    let lines: Vec<_> = budget
+        .ledger()
+        .iter()
+        .map(|l| (l.failure.message(), l.call_id.as_deref(), l.charged))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            ("connection refused", Some("call_7"), true),
+            ("no route to host", Some("call_7"), true)
+        ]
+    );
+    // The decide after a quiet failure still answers CALL, from the published word.
+    let recorded = fail("connection refused");
+    assert!(recorded.opened);
+    assert_eq!(expeditor.state(grep), Some(CircuitState::Open));
+    assert_eq!(seen.lock().unwrap().len(), 1, "the opening's event");
+}

@@ -79,7 +79,7 @@ impl<'a> Ticket<'a> {
     pub fn failure(mut self, failure: impl Into<Failure>) -> Recorded {
         self.done = true;
         self.expeditor
-            .record_failure(self.tool, self.via, failure.into())
+            .record_failure(self.tool, Some(self.slot), self.via, failure.into())
     }
 
     /// Records that the tool answered the call as the caller's mistake (B14): a resource the
@@ -150,6 +150,7 @@ fn abandon(expeditor: &Expeditor, tool: ToolId, via: Via) {
         // goes on to the caller; the breaker has counted it.
         let _ = expeditor.record_failure(
             tool,
+            None,
             via,
             Failure::with_category(PANICKED, FailureCategory::Other),
         );

@@ -650,6 +650,7 @@ impl BreakerRecord {
     }
 
     /// One more failure in the run: counted, kept among the recent ones, the last.
+    #[inline]
     fn write_down(&mut self, at: Timestamp, step: u64, failure: Failure) {
         self.consecutive_failures = self.consecutive_failures.saturating_add(1);
         self.total_failures = self.total_failures.saturating_add(1);

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::clock::Timestamp;
 use crate::model::failure::Failure;
 use crate::model::id::ToolName;
+use crate::model::ledger::Lines;
 
 /// One line of the ledger (R7.1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -145,7 +146,7 @@ pub struct Budget {
     pub(crate) cycle: u64,
     pub(crate) limit: u32,
     pub(crate) consumed: u32,
-    pub(crate) ledger: Vec<LedgerEntry>,
+    pub(crate) ledger: Lines,
     /// The lines not kept, counted.
     #[serde(default, skip_serializing_if = "Dropped::is_empty")]
     pub(crate) dropped: Dropped,
@@ -157,13 +158,14 @@ impl Budget {
             cycle: 1,
             limit,
             consumed: 0,
-            ledger: Vec::new(),
+            ledger: Lines::default(),
             dropped: Dropped::default(),
         }
     }
 
     /// Writes `line` down, dropping the oldest lines after the head first when the ledger
     /// is full.
+    #[inline]
     fn write(&mut self, line: LedgerEntry) {
         if self.ledger.len() >= LEDGER_LINES {
             self.drop_lines();
@@ -173,14 +175,12 @@ impl Budget {
 
     /// Drops [`LEDGER_DROP`] lines after the head (fewer when the ledger is shorter), counting
     /// them.
+    #[cold]
+    #[inline(never)]
     fn drop_lines(&mut self) {
-        let end = (LEDGER_HEAD + LEDGER_DROP).min(self.ledger.len());
-        if end <= LEDGER_HEAD {
-            return;
-        }
-        for line in self.ledger.drain(LEDGER_HEAD..end) {
-            self.dropped.count(&line);
-        }
+        let dropped = &mut self.dropped;
+        self.ledger
+            .drop_after(LEDGER_HEAD, LEDGER_DROP, |line| dropped.count(line));
     }
 
     /// Brings a restored ledger within [`LEDGER_LINES`].
@@ -193,6 +193,7 @@ impl Budget {
     /// Writes a failure down (of the call `call_id`, when known) and charges it if budget is
     /// left — unless it is `pending` (it may belong to a systemic event). Returns whether this
     /// charge spent the last of the budget.
+    #[inline]
     pub(crate) fn charge(
         &mut self,
         tool: ToolName,
@@ -223,7 +224,7 @@ impl Budget {
     pub(crate) fn expire(&mut self, now: Timestamp, window: std::time::Duration) -> bool {
         let old = |at: Timestamp| at.plus(window) <= now;
         let mut any = false;
-        for entry in &mut self.ledger {
+        for entry in self.ledger.iter_mut() {
             if entry.charged && old(entry.at) {
                 entry.charged = false;
                 entry.expired = true;

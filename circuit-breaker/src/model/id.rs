@@ -24,28 +24,44 @@ impl ToolId {
     }
 }
 
-/// A tool's name as records keep it: shared, so that writing it down (a ledger line, an
-/// event) copies a pointer, never the text. Reads as a `&str` ([`as_str`](Self::as_str),
-/// `Deref`), compares with strings, and serializes as one.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ToolName(std::sync::Arc<str>);
+/// A tool's name as records keep it: a `'static` text as given, or shared text, so that
+/// writing it down (a ledger line, an event) copies a pointer, never the text, and a
+/// `'static` name (a generated map's, a spec built from a literal) touches no reference
+/// count. Reads as a `&str` ([`as_str`](Self::as_str), `Deref`), compares, orders and hashes
+/// as its text, and serializes as one.
+#[derive(Clone)]
+pub struct ToolName(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    Static(&'static str),
+    Shared(std::sync::Arc<str>),
+}
 
 impl ToolName {
     /// The name.
     pub fn as_str(&self) -> &str {
-        &self.0
+        match &self.0 {
+            Repr::Static(name) => name,
+            Repr::Shared(name) => name,
+        }
+    }
+
+    /// A `'static` name, kept as given.
+    pub(crate) const fn from_static(name: &'static str) -> Self {
+        ToolName(Repr::Static(name))
     }
 }
 
 impl From<&str> for ToolName {
     fn from(name: &str) -> Self {
-        ToolName(std::sync::Arc::from(name))
+        ToolName(Repr::Shared(std::sync::Arc::from(name)))
     }
 }
 
 impl From<String> for ToolName {
     fn from(name: String) -> Self {
-        ToolName(std::sync::Arc::from(name))
+        ToolName(Repr::Shared(std::sync::Arc::from(name)))
     }
 }
 
@@ -53,67 +69,93 @@ impl std::ops::Deref for ToolName {
     type Target = str;
 
     fn deref(&self) -> &str {
-        &self.0
+        self.as_str()
+    }
+}
+
+impl PartialEq for ToolName {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for ToolName {}
+
+impl PartialOrd for ToolName {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ToolName {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl std::hash::Hash for ToolName {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
     }
 }
 
 impl AsRef<str> for ToolName {
     fn as_ref(&self) -> &str {
-        &self.0
+        self.as_str()
     }
 }
 
 impl std::borrow::Borrow<str> for ToolName {
     fn borrow(&self) -> &str {
-        &self.0
+        self.as_str()
     }
 }
 
 impl std::fmt::Debug for ToolName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(&*self.0, f)
+        std::fmt::Debug::fmt(self.as_str(), f)
     }
 }
 
 impl std::fmt::Display for ToolName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
 impl PartialEq<str> for ToolName {
     fn eq(&self, other: &str) -> bool {
-        *self.0 == *other
+        *self.as_str() == *other
     }
 }
 
 impl PartialEq<&str> for ToolName {
     fn eq(&self, other: &&str) -> bool {
-        *self.0 == **other
+        *self.as_str() == **other
     }
 }
 
 impl PartialEq<String> for ToolName {
     fn eq(&self, other: &String) -> bool {
-        *self.0 == **other
+        *self.as_str() == **other
     }
 }
 
 impl PartialEq<ToolName> for str {
     fn eq(&self, other: &ToolName) -> bool {
-        *self == *other.0
+        *self == *other.as_str()
     }
 }
 
 impl PartialEq<ToolName> for &str {
     fn eq(&self, other: &ToolName) -> bool {
-        **self == *other.0
+        **self == *other.as_str()
     }
 }
 
 impl Serialize for ToolName {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.0)
+        serializer.serialize_str(self.as_str())
     }
 }
 

@@ -17,6 +17,7 @@ pub mod fleet;
 pub mod freshness;
 pub(crate) mod group;
 pub(crate) mod id;
+pub(crate) mod ledger;
 pub mod policy;
 pub(crate) mod precheck;
 pub(crate) mod registry;

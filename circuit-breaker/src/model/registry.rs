@@ -17,8 +17,8 @@ const UNRESOLVED: u32 = u32::MAX;
 /// One tool's definition.
 #[derive(Debug)]
 pub(crate) struct ToolDef {
-    /// Its name shared ([`ToolSpec::shared_name`]): the one copy of the text that ledger
-    /// lines and events point at.
+    /// Its name ([`ToolSpec::shared_name`]): the one copy of the text that ledger lines and
+    /// events point at (a `'static` one stays where it is).
     pub(crate) spec: ToolSpec,
     /// One entry per [`ToolSpec::alternatives`], in the same order: the index of the tool it
     /// names, or [`UNRESOLVED`] while it names no tool (never routed to). Kept aligned by
@@ -33,7 +33,7 @@ pub(crate) struct ToolDef {
 impl ToolDef {
     /// Resolves `spec` under `policy`, naming alternatives through `resolve`.
     pub(crate) fn new(
-        mut spec: ToolSpec,
+        spec: ToolSpec,
         policy: &Policy,
         resolve: impl Fn(&str) -> Option<ToolId>,
     ) -> Self {
@@ -47,7 +47,6 @@ impl ToolDef {
             probe_every: spec.probe_every().unwrap_or(policy.probe_every()),
             probe_unit: policy.probe_unit(),
         };
-        spec.share_name();
         ToolDef {
             fallback_given: spec.fallback().chars().any(|c| !c.is_whitespace()),
             spec,

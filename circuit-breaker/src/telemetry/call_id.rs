@@ -21,6 +21,16 @@ pub const MAX_CALL_ID: usize = 256;
 thread_local! {
     /// The id of the call being made on this thread, if its caller gave one.
     static CURRENT: Cell<Option<Arc<str>>> = const { Cell::new(None) };
+    /// Whether `CURRENT` holds an id: a flag with no destructor, so that asking on a call
+    /// made without an id (the usual case: every failure asks) is one thread-local load, not
+    /// the destructor-registered `CURRENT`'s take, clone and put back.
+    static SET: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Sets this thread's id, keeping [`SET`] in step; returns the one it replaces.
+fn replace_current(id: Option<Arc<str>>) -> Option<Arc<str>> {
+    SET.with(|set| set.set(id.is_some()));
+    CURRENT.with(|current| current.replace(id))
 }
 
 /// Runs `f` as the tool call with id `id` (B18): every guarded call made inside it records
@@ -72,6 +82,9 @@ pub(crate) fn call_id(id: &str) -> Option<Arc<str>> {
 
 /// The id of the call being made on this thread, if its caller gave one.
 pub(crate) fn current_call_id() -> Option<Arc<str>> {
+    if !SET.with(Cell::get) {
+        return None;
+    }
     CURRENT.with(|current| {
         let id = current.take();
         current.set(id.clone());
@@ -80,7 +93,11 @@ pub(crate) fn current_call_id() -> Option<Arc<str>> {
 }
 
 /// [`current_call_id`], as an owned string (what the records keep).
+#[inline]
 pub(crate) fn current_call_id_string() -> Option<String> {
+    if !SET.with(Cell::get) {
+        return None;
+    }
     current_call_id().map(|id| id.to_string())
 }
 
@@ -93,7 +110,7 @@ struct Scope {
 impl Scope {
     fn enter(id: Option<Arc<str>>) -> Scope {
         Scope {
-            before: CURRENT.with(|current| current.replace(id)),
+            before: replace_current(id),
         }
     }
 
@@ -101,7 +118,7 @@ impl Scope {
     #[cfg(feature = "json")]
     fn leave(mut self) -> Option<Arc<str>> {
         let before = self.before.take();
-        let id = CURRENT.with(|current| current.replace(before));
+        let id = replace_current(before);
         std::mem::forget(self);
         id
     }
@@ -110,7 +127,7 @@ impl Scope {
 impl Drop for Scope {
     fn drop(&mut self) {
         let before = self.before.take();
-        CURRENT.with(|current| current.set(before));
+        drop(replace_current(before));
     }
 }
 

@@ -233,19 +233,12 @@ impl ToolSpec {
         self.name.as_str()
     }
 
-    /// The name as records keep it: the spec's own text, shared, once
-    /// [`share_name`](Self::share_name) made it shared (a copy before).
+    /// The name as records keep it: a pointer to the spec's own text, `'static` or shared
+    /// (never a copy of the text).
     pub(crate) fn shared_name(&self) -> ToolName {
         match &self.name {
             Name::Shared(name) => name.clone(),
-            Name::Static(name) => ToolName::from(*name),
-        }
-    }
-
-    /// Makes a `'static` name shared text, which records can point at without a copy.
-    pub(crate) fn share_name(&mut self) {
-        if let Name::Static(name) = self.name {
-            self.name = Name::Shared(ToolName::from(name));
+            Name::Static(name) => ToolName::from_static(name),
         }
     }
 
