@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-pub use crate::capability::{AlternativeSpec, CapabilityMap, Degradation, ToolSpec};
+pub use crate::capability::{CapabilityMap, ToolSpec};
 pub use crate::clock::Timestamp;
 pub use crate::executor::outcome::ToolResult;
 pub use crate::executor::{
@@ -12,7 +12,7 @@ pub use crate::executor::{
 pub use crate::expeditor::{Decision, Expeditor, ExpeditorBuilder, ToolId};
 pub use crate::failure::{Classify, Failure};
 pub use crate::freshness::{Dated, FreshnessProfile, StaleCache, digest};
-pub use crate::model::capability::static_tool::StaticTool;
+pub use crate::model::capability::encoded::EncodedMap;
 pub use crate::model::precheck::Availability;
 pub use crate::policy::{Policy, ProbeUnit};
 pub use crate::toolbox::{JsonToolbox, ToolSet, UnknownTool};
@@ -74,53 +74,6 @@ pub const fn declared_policy_with(
         ms(budget_window_ms),
         mistake_limit,
     )
-}
-
-/// One alternative of a generated `static` map, by named fields: [`spec`](Self::spec) makes
-/// the [`AlternativeSpec`] in a `const` context.
-#[derive(Debug, Clone, Copy)]
-pub struct StaticAlternative {
-    /// The alternative tool's name.
-    pub tool: &'static str,
-    /// How it is used.
-    pub method: &'static str,
-    /// What the route loses.
-    pub degradation: StaticDegradation,
-}
-
-impl StaticAlternative {
-    /// The spec.
-    pub const fn spec(self) -> AlternativeSpec {
-        AlternativeSpec::borrowed(self.tool, self.method, self.degradation.degradation())
-    }
-}
-
-/// The degradation of a [`StaticAlternative`] (plain data, so the alternative can be taken
-/// apart in a `const fn`).
-#[derive(Debug, Clone, Copy)]
-pub enum StaticDegradation {
-    /// Not declared (R1.2).
-    Unknown,
-    /// `degradation = ".."`.
-    Low(&'static str),
-    /// `degradation = high("..")`.
-    High(&'static str),
-}
-
-impl StaticDegradation {
-    /// The degradation.
-    pub const fn degradation(self) -> Degradation {
-        match self {
-            StaticDegradation::Unknown => Degradation::unknown(),
-            StaticDegradation::Low(text) => Degradation::low_static(text),
-            StaticDegradation::High(text) => Degradation::high_static(text),
-        }
-    }
-}
-
-/// A map over a generated `static` slice of tools.
-pub const fn static_map(tools: &'static [ToolSpec]) -> CapabilityMap {
-    CapabilityMap::borrowed(tools)
 }
 
 /// An expeditor over a map checked at compile time.

@@ -43,48 +43,8 @@ const _: () = {
     use _cb::__private_v0_1::{
         NotDated as _, ViaClassify as _, ViaDated as _, ViaDisplay as _, ViaError as _,
     };
-    static __CB_ALTERNATIVES_0: [_cb::__private_v0_1::AlternativeSpec; 1usize] = [
-        _cb::__private_v0_1::StaticAlternative {
-            tool: "bash",
-            method: "rg or grep command",
-            degradation: _cb::__private_v0_1::StaticDegradation::Unknown,
-        }
-            .spec(),
-    ];
-    static __CB_TOOLS: [_cb::__private_v0_1::ToolSpec; 3usize] = [
-        _cb::__private_v0_1::StaticTool {
-            name: "grep",
-            provides: "content search across files",
-            alternatives: &__CB_ALTERNATIVES_0,
-            fallback: "ask the user which files to examine",
-            threshold: _cb::__private_v0_1::None,
-            probe_every: _cb::__private_v0_1::None,
-            caches: false,
-        }
-            .spec(),
-        _cb::__private_v0_1::StaticTool {
-            name: "bash",
-            provides: "command execution",
-            alternatives: &[],
-            fallback: "report commands that need to be run manually",
-            threshold: _cb::__private_v0_1::None,
-            probe_every: _cb::__private_v0_1::None,
-            caches: false,
-        }
-            .spec(),
-        _cb::__private_v0_1::StaticTool {
-            name: "now",
-            provides: "the time",
-            alternatives: &[],
-            fallback: "ask the user for the time",
-            threshold: _cb::__private_v0_1::None,
-            probe_every: _cb::__private_v0_1::None,
-            caches: false,
-        }
-            .spec(),
-    ];
-    static __CB_MAP: _cb::__private_v0_1::CapabilityMap = _cb::__private_v0_1::static_map(
-        &__CB_TOOLS,
+    static __CB_MAP: _cb::__private_v0_1::EncodedMap = _cb::__private_v0_1::EncodedMap::new(
+        "4:grep27:content search across files35:ask the user which files to examine0:0:0:0:1:14:bash18:rg or grep command1:u0:4:bash17:command execution44:report commands that need to be run manually0:0:0:0:1:03:now8:the time25:ask the user for the time0:0:0:0:1:0",
     );
     static __CB_ALL: [WorkspaceTool; 3usize] = [
         WorkspaceTool::Grep,
@@ -138,7 +98,7 @@ const _: () = {
         }
         /// The toolbox's capability map, checked at compile time.
         pub fn capability_map() -> &'static _cb::__private_v0_1::CapabilityMap {
-            &__CB_MAP
+            __CB_MAP.get()
         }
     }
     impl _cb::__private_v0_1::ToolSet for WorkspaceTool {
@@ -147,7 +107,7 @@ const _: () = {
             WorkspaceTool::name(self)
         }
         fn capability_map() -> &'static _cb::__private_v0_1::CapabilityMap {
-            &__CB_MAP
+            __CB_MAP.get()
         }
         fn policy() -> _cb::__private_v0_1::Policy {
             _cb::__private_v0_1::declared_policy(

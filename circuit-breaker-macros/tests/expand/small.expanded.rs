@@ -35,50 +35,8 @@ const _: () = {
     use _cb::__private_v0_1::{
         NotDated as _, ViaClassify as _, ViaDated as _, ViaDisplay as _, ViaError as _,
     };
-    static __CB_ALTERNATIVES_0: [_cb::__private_v0_1::AlternativeSpec; 1usize] = [
-        _cb::__private_v0_1::StaticAlternative {
-            tool: "bash",
-            method: "rg or grep command",
-            degradation: _cb::__private_v0_1::StaticDegradation::Low(
-                "loses Grep's built-in output formatting",
-            ),
-        }
-            .spec(),
-    ];
-    static __CB_TOOLS: [_cb::__private_v0_1::ToolSpec; 3usize] = [
-        _cb::__private_v0_1::StaticTool {
-            name: "grep",
-            provides: "content search across files",
-            alternatives: &__CB_ALTERNATIVES_0,
-            fallback: "ask the user which files to examine",
-            threshold: _cb::__private_v0_1::None,
-            probe_every: _cb::__private_v0_1::None,
-            caches: false,
-        }
-            .spec(),
-        _cb::__private_v0_1::StaticTool {
-            name: "bash",
-            provides: "command execution",
-            alternatives: &[],
-            fallback: "report commands that need to be run manually",
-            threshold: _cb::__private_v0_1::Some(1u32),
-            probe_every: _cb::__private_v0_1::None,
-            caches: false,
-        }
-            .spec(),
-        _cb::__private_v0_1::StaticTool {
-            name: "WebSearch",
-            provides: "external information retrieval",
-            alternatives: &[],
-            fallback: "ask the user",
-            threshold: _cb::__private_v0_1::None,
-            probe_every: _cb::__private_v0_1::None,
-            caches: false,
-        }
-            .spec(),
-    ];
-    static __CB_MAP: _cb::__private_v0_1::CapabilityMap = _cb::__private_v0_1::static_map(
-        &__CB_TOOLS,
+    static __CB_MAP: _cb::__private_v0_1::EncodedMap = _cb::__private_v0_1::EncodedMap::new(
+        "4:grep27:content search across files35:ask the user which files to examine0:0:0:0:1:14:bash18:rg or grep command1:l39:loses Grep's built-in output formatting4:bash17:command execution44:report commands that need to be run manually0:1:10:0:1:09:WebSearch30:external information retrieval12:ask the user0:0:0:0:1:0",
     );
     static __CB_ALL: [WorkspaceTool; 3usize] = [
         WorkspaceTool::Grep,
@@ -132,7 +90,7 @@ const _: () = {
         }
         /// The toolbox's capability map, checked at compile time.
         pub fn capability_map() -> &'static _cb::__private_v0_1::CapabilityMap {
-            &__CB_MAP
+            __CB_MAP.get()
         }
     }
     impl _cb::__private_v0_1::ToolSet for WorkspaceTool {
@@ -141,7 +99,7 @@ const _: () = {
             WorkspaceTool::name(self)
         }
         fn capability_map() -> &'static _cb::__private_v0_1::CapabilityMap {
-            &__CB_MAP
+            __CB_MAP.get()
         }
         fn policy() -> _cb::__private_v0_1::Policy {
             _cb::__private_v0_1::declared_policy(
