@@ -162,6 +162,51 @@ pub fn call_direct<T, E>(
     }
 }
 
+/// The whole guarded call of a sync tool with adapters and no deadline, label or precheck:
+/// the call's span entered, the call planned (the tool, an adapter through an alternative, or
+/// a refusal), `run` called with `None` for the tool or `Some(i)` for adapter `i` (in the
+/// order of `adapters`), its outcome finished against the ticket of whichever ran, or the
+/// refusal traced and returned.
+///
+/// One generic body shared by every such tool, as [`call_direct`] is for tools without
+/// adapters: rustc checks the plan's match once rather than once per tool (compile time).
+///
+/// # Errors
+/// [`CallError::Failed`] (or [`CallError::Rejected`]) when the tool or adapter fails,
+/// [`CallError::Refused`] when nothing may be called.
+#[inline(always)]
+#[allow(clippy::inline_always)]
+pub fn call_routed<T, E>(
+    expeditor: &Expeditor,
+    tool: impl Into<ToolId>,
+    adapters: &[ToolId],
+    names: (&'static str, &'static str),
+    failure: fn(&E) -> Failure,
+    dated: fn(&T) -> Option<Timestamp>,
+    run: impl FnOnce(Option<usize>) -> Result<T, E>,
+) -> Result<Routed<T>, CallError<E>> {
+    let _scope = CallScope::enter(names.0, names.1);
+    match plan(expeditor, tool, adapters) {
+        Plan::Primary(ticket) => finish_dated(expeditor, ticket, None, run(None), failure, dated),
+        Plan::Adapter {
+            index,
+            ticket,
+            route,
+        } => finish_dated(
+            expeditor,
+            ticket,
+            Some(route),
+            run(Some(index)),
+            failure,
+            dated,
+        ),
+        Plan::Refuse(refusal) => {
+            trace_refusal(&refusal);
+            Err(CallError::Refused(refusal))
+        }
+    }
+}
+
 /// The `execute_tool` span a guarded method of a toolbox runs in (B12): the one an outer
 /// layer opened for the call, else a new one; disabled when no subscriber wants it. `name` is
 /// the span's name, `execute_tool <tool>`.

@@ -99,7 +99,7 @@ impl<'c, 'a> Method<'c, 'a> {
     /// the call's `execute_tool` span (B12): entered around the body of a sync method; the
     /// body of an async one is instrumented with it (a guard must not live across `.await`).
     fn body(&self) -> TokenStream {
-        if let Some(body) = self.direct_call() {
+        if let Some(body) = self.direct_call().or_else(|| self.routed_call()) {
             return body;
         }
         let hashed = self.tool.freshness || self.tool.serve_stale;
@@ -183,6 +183,93 @@ impl<'c, 'a> Method<'c, 'a> {
                 )
             },
         ))
+    }
+
+    /// The body of a sync tool with adapters, through `&self` or no receiver, with no
+    /// deadline (its own or an alternative's), label or precheck, and sync adapters through
+    /// `&self` or no receiver: one call of the runtime's `call_routed`, with one closure that
+    /// calls the tool or the adapter the plan chose. `None` for any other.
+    fn routed_call(&self) -> Option<TokenStream> {
+        let (tool, sig) = (self.tool, &self.tool.tool.sig);
+        let adapters: Vec<(&MethodRef, usize)> = tool.adapters().collect();
+        let simple = !sig.is_async()
+            && sig.receiver != Receiver::Mut
+            && !adapters.is_empty()
+            && adapters.iter().all(|(via, target)| {
+                !via.is_async
+                    && via.receiver != Receiver::Mut
+                    && self.checked.tools[*target].timeout.is_none()
+            })
+            && tool.timeout.is_none()
+            && !self.labelled()
+            && tool.prechecks.is_empty()
+            && super::outcome_fns::names_a_result(&sig.output);
+        if !simple {
+            return None;
+        }
+        let (enum_ident, variant) = (self.enum_ident, &tool.variant);
+        let targets = adapters.iter().map(|(_, target)| {
+            let v = &self.checked.tools[*target].variant;
+            quote!(#PRIVATE::ToolId::from(#enum_ident::#v))
+        });
+        let name = &tool.tool.name;
+        let span_name = format!("execute_tool {name}");
+        let call = call(
+            self.checked,
+            sig.receiver,
+            &tool.tool.ident,
+            &self.args,
+            false,
+            Span::call_site(),
+        );
+        let primary = self.as_result(&call);
+        let last = adapters.len() - 1;
+        let arms = adapters.iter().enumerate().map(|(i, (via, _))| {
+            let pattern = if i == last {
+                quote!(_)
+            } else {
+                quote!(#PRIVATE::Some(#i))
+            };
+            let answer = self.adapter_answer(via);
+            quote!(#pattern => #answer,)
+        });
+        let failure = OutcomeFns::failure(self.outcome_fns);
+        let dated = OutcomeFns::dated(self.outcome_fns);
+        // Its types name `ToolResult`: over the return type, as all its uses.
+        Some(over(
+            &sig.output,
+            quote! {
+                #PRIVATE::call_routed(
+                    &self.expeditor,
+                    #enum_ident::#variant,
+                    &[#(#targets),*],
+                    (#name, #span_name),
+                    #failure,
+                    #dated,
+                    |__cb_adapter| match __cb_adapter {
+                        #PRIVATE::None => #primary,
+                        #(#arms)*
+                    },
+                )
+            },
+        ))
+    }
+
+    /// A sync adapter's answer, as its tool's: through its signature check where its types
+    /// can be written (see `adapter`), spanned at `via`.
+    fn adapter_answer(&self, via: &MethodRef) -> TokenStream {
+        let span = via.ident.span();
+        let Some(signature) = adapter::signature(self.tool, via) else {
+            let call = call(self.checked, via.receiver, &via.ident, &self.args, false, span);
+            return self.as_result(&call);
+        };
+        let temporaries = signature.temporaries(self.args.len());
+        let arguments = signature.arguments(&self.args, &temporaries);
+        let passed: Vec<&Ident> = temporaries.iter().collect();
+        let call = call(self.checked, via.receiver, &via.ident, &passed, false, span);
+        let answer = self.as_result(&signature.output(&quote!({ #arguments #call })));
+        let items = &signature.items;
+        quote!({ #items #answer })
     }
 
     /// Runs the pre-call checks the checked model lists for this tool (R10): its own, and

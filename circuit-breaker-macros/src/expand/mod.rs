@@ -58,6 +58,7 @@ pub fn expand(checked: &Checked<'_>) -> TokenStream {
     let enum_definition = tool_enum::definition(checked, &generated);
     let handle_definition = handle::definition(checked, &generated);
     let map = map::capability_map(checked);
+    let adapter_parts = adapter::parts(checked);
     let enum_impls = tool_enum::impls(checked, &generated);
     let handle_impl = handle::inherent_impl(checked, &generated);
     let json = if checked.json {
@@ -77,6 +78,8 @@ pub fn expand(checked: &Checked<'_>) -> TokenStream {
             #[allow(unused_imports)]
             use #PRIVATE::{NotDated as _, ViaClassify as _, ViaDated as _, ViaDisplay as _, ViaError as _};
             #map
+
+            #adapter_parts
 
             #enum_impls
 

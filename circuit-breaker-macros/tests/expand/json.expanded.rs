@@ -209,99 +209,32 @@ const _: () = {
             pattern: &str,
             under: Option<&str>,
         ) -> _cb::outcome::Outcome<Result<Vec<String>, std::io::Error>> {
-            let __cb_scope = _cb::__private_v0_1::CallScope::enter(
-                "grep",
-                "execute_tool grep",
-            );
-            match _cb::__private_v0_1::plan(
+            _cb::__private_v0_1::call_routed(
                 &self.expeditor,
                 WorkspaceTool::Grep,
                 &[_cb::__private_v0_1::ToolId::from(WorkspaceTool::Bash)],
-            ) {
-                _cb::__private_v0_1::Plan::Primary(__cb_ticket) => {
-                    _cb::__private_v0_1::finish_dated(
-                        &self.expeditor,
-                        __cb_ticket,
-                        _cb::__private_v0_1::None,
+                ("grep", "execute_tool grep"),
+                __cb_failure_0,
+                __cb_dated_0,
+                |__cb_adapter| match __cb_adapter {
+                    _cb::__private_v0_1::None => {
                         <Result<
                             Vec<String>,
                             std::io::Error,
                         > as _cb::__private_v0_1::ToolResult>::into_result(
                             self.toolbox.grep(pattern, under),
-                        ),
-                        __cb_failure_0,
-                        __cb_dated_0,
-                    )
-                }
-                _cb::__private_v0_1::Plan::Adapter {
-                    ticket: __cb_ticket,
-                    route: __cb_route,
-                    ..
-                } => {
-                    #[diagnostic::on_unimplemented(
-                        message = "adapter `grep_with_rg` must have the signature of tool `grep`: `fn grep_with_rg(&self, pattern: &str, under: Option<&str>) -> Result<Vec<String>, std::io::Error>`",
-                        label = "its argument or return types are not those of `grep`",
-                        note = "the guarded handle calls an adapter in its tool's place, with the tool's arguments, and answers what it returns"
-                    )]
-                    trait __CbSignatureOfGrepWithRg<
-                        Tool: __CbAdapterParts,
-                    >: __CbAdapterParts {
-                        fn arguments(arguments: Tool::Arguments) -> Self::Arguments;
-                        fn output(output: Self::Output) -> Tool::Output;
+                        )
                     }
-                    trait __CbAdapterParts {
-                        type Arguments;
-                        type Output;
-                    }
-                    impl<A, R> __CbAdapterParts for (A, R) {
-                        type Arguments = A;
-                        type Output = R;
-                    }
-                    impl<T: __CbAdapterParts> __CbSignatureOfGrepWithRg<T> for T {
-                        #[inline]
-                        fn arguments(arguments: T::Arguments) -> T::Arguments {
-                            arguments
-                        }
-                        #[inline]
-                        fn output(output: T::Output) -> T::Output {
-                            output
-                        }
-                    }
-                    _cb::__private_v0_1::finish_dated(
-                        &self.expeditor,
-                        __cb_ticket,
-                        _cb::__private_v0_1::Some(__cb_route),
+                    _ => {
                         <Result<
                             Vec<String>,
                             std::io::Error,
                         > as _cb::__private_v0_1::ToolResult>::into_result(
-                            <(
-                                (&str, Option<&str>),
-                                Result<Vec<String>, std::io::Error>,
-                            ) as __CbSignatureOfGrepWithRg<
-                                ((&str, Option<&str>), Result<Vec<String>, std::io::Error>),
-                            >>::output({
-                                let (__cb_adapter_arg0, __cb_adapter_arg1) = <(
-                                    (&str, Option<&str>),
-                                    Result<Vec<String>, std::io::Error>,
-                                ) as __CbSignatureOfGrepWithRg<
-                                    ((&str, Option<&str>), Result<Vec<String>, std::io::Error>),
-                                >>::arguments((pattern, under));
-                                self.toolbox
-                                    .grep_with_rg(__cb_adapter_arg0, __cb_adapter_arg1)
-                            }),
-                        ),
-                        __cb_failure_0,
-                        __cb_dated_0,
-                    )
-                }
-                _cb::__private_v0_1::Plan::Refuse(__cb_refusal) => {
-                    _cb::__private_v0_1::trace_refusal(&__cb_refusal);
-                    _cb::__private_v0_1::Err(
-                        _cb::__private_v0_1::CallError::Refused(__cb_refusal),
-                    )
-                }
-            }
+                            self.toolbox.grep_with_rg(pattern, under),
+                        )
+                    }
+                },
+            )
         }
         ///
         /// Guarded `bash`: asks the expeditor first; see [the handle](Self).

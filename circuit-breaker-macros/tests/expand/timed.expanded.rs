@@ -241,83 +241,35 @@ const _: () = {
                                 route: __cb_route,
                                 ..
                             } => {
-                                #[diagnostic::on_unimplemented(
-                                    message = "adapter `grep_with_rg` must have the signature of tool `grep`: `async fn grep_with_rg(&self, pattern: String) -> Result<Vec<String>, std::io::Error>`",
-                                    label = "its argument or return types are not those of `grep`",
-                                    note = "the guarded handle calls an adapter in its tool's place, with the tool's arguments, and answers what it returns"
-                                )]
-                                trait __CbSignatureOfGrepWithRg<
-                                    Tool: __CbAdapterParts,
-                                >: __CbAdapterParts {
-                                    fn arguments(arguments: Tool::Arguments) -> Self::Arguments;
-                                    fn output(output: Self::Output) -> Tool::Output;
-                                }
-                                trait __CbAdapterParts {
-                                    type Arguments;
-                                    type Output;
-                                }
-                                impl<A, R> __CbAdapterParts for (A, R) {
-                                    type Arguments = A;
-                                    type Output = R;
-                                }
-                                impl<T: __CbAdapterParts> __CbSignatureOfGrepWithRg<T>
-                                for T {
-                                    #[inline]
-                                    fn arguments(arguments: T::Arguments) -> T::Arguments {
-                                        arguments
-                                    }
-                                    #[inline]
-                                    fn output(output: T::Output) -> T::Output {
-                                        output
-                                    }
-                                }
+                                let __cb_deadline = _cb::__private_v0_1::Deadline::start(
+                                    &self.expeditor,
+                                    30000u64,
+                                );
+                                match __cb_deadline
+                                    .within(&self.expeditor, self.toolbox.grep_with_rg(pattern))
+                                    .await
                                 {
-                                    let __cb_deadline = _cb::__private_v0_1::Deadline::start(
-                                        &self.expeditor,
-                                        30000u64,
-                                    );
-                                    match __cb_deadline
-                                        .within(
+                                    _cb::__private_v0_1::Some(__cb_output) => {
+                                        _cb::__private_v0_1::finish_dated(
                                             &self.expeditor,
-                                            {
-                                                let (__cb_adapter_arg0,) = <(
-                                                    (String,),
-                                                    Result<Vec<String>, std::io::Error>,
-                                                ) as __CbSignatureOfGrepWithRg<
-                                                    ((String,), Result<Vec<String>, std::io::Error>),
-                                                >>::arguments((pattern,));
-                                                self.toolbox.grep_with_rg(__cb_adapter_arg0)
-                                            },
+                                            __cb_ticket,
+                                            _cb::__private_v0_1::Some(__cb_route),
+                                            <Result<
+                                                Vec<String>,
+                                                std::io::Error,
+                                            > as _cb::__private_v0_1::ToolResult>::into_result(
+                                                __cb_output,
+                                            ),
+                                            __cb_failure_0,
+                                            __cb_dated_0,
                                         )
-                                        .await
-                                    {
-                                        _cb::__private_v0_1::Some(__cb_output) => {
-                                            _cb::__private_v0_1::finish_dated(
-                                                &self.expeditor,
-                                                __cb_ticket,
-                                                _cb::__private_v0_1::Some(__cb_route),
-                                                <Result<
-                                                    Vec<String>,
-                                                    std::io::Error,
-                                                > as _cb::__private_v0_1::ToolResult>::into_result(
-                                                    <(
-                                                        (String,),
-                                                        Result<Vec<String>, std::io::Error>,
-                                                    ) as __CbSignatureOfGrepWithRg<
-                                                        ((String,), Result<Vec<String>, std::io::Error>),
-                                                    >>::output(__cb_output),
-                                                ),
-                                                __cb_failure_0,
-                                                __cb_dated_0,
-                                            )
-                                        }
-                                        _cb::__private_v0_1::None => {
-                                            _cb::__private_v0_1::timed_out(
-                                                __cb_ticket,
-                                                _cb::__private_v0_1::Some(__cb_route),
-                                                __cb_deadline,
-                                            )
-                                        }
+                                    }
+                                    _cb::__private_v0_1::None => {
+                                        _cb::__private_v0_1::timed_out(
+                                            __cb_ticket,
+                                            _cb::__private_v0_1::Some(__cb_route),
+                                            __cb_deadline,
+                                        )
                                     }
                                 }
                             }
