@@ -2,7 +2,7 @@
 //! prechecks, asks the expeditor, calls the tool or an adapter (timed by a deadline when it
 //! has one), and records the outcome, labelled and kept as the tool's freshness keys say.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned};
 use syn::Ident;
 
@@ -10,7 +10,7 @@ use super::adapter::{self, Signature};
 use super::handle::stale_field;
 use super::outcome_fns::OutcomeFns;
 use super::runtime::{PRIVATE, RUNTIME};
-use super::span::{kept, over};
+use super::span::{ends, kept, over, over_spans};
 use crate::check::{Checked, CheckedTool, MethodRef};
 use crate::parse::Receiver;
 
@@ -40,8 +40,8 @@ pub fn handle_method(
     // Over the user's return type, all of it, as every use of `ToolResult` in the expansion:
     // a tool that does not return a `Result` is reported there, once (rustc emits the same
     // diagnostic once, however many places raise it).
-    let output = kept(&sig.output);
-    let returns = over(&sig.output, quote!(#RUNTIME::outcome::Outcome<#output>));
+    let output = &method.output;
+    let returns = method.over(quote!(#RUNTIME::outcome::Outcome<#output>));
     let body = method.body();
     quote! {
         #(#docs)*
@@ -72,6 +72,10 @@ struct Method<'c, 'a> {
     /// The shared functions the answer is read with (failure, data time), by index; `None`
     /// for closures of its own.
     outcome_fns: Option<usize>,
+    /// The return type's first and last spans ([`ends`]) and the type as one token
+    /// ([`kept`]), read once for the several expressions spanned over it.
+    output_ends: Option<(Span, Span)>,
+    output: TokenTree,
 }
 
 impl<'c, 'a> Method<'c, 'a> {
@@ -87,7 +91,14 @@ impl<'c, 'a> Method<'c, 'a> {
             enum_ident,
             args: tool.tool.arg_names().collect(),
             outcome_fns,
+            output_ends: ends(&tool.tool.sig.output),
+            output: kept(&tool.tool.sig.output),
         }
+    }
+
+    /// `tokens` spanned over the tool's return type ([`over`]).
+    fn over(&self, tokens: TokenStream) -> TokenStream {
+        over_spans(self.output_ends, tokens)
     }
 
     /// Whether results are labelled (R6): compared with the last, cached, or kept.
@@ -170,9 +181,7 @@ impl<'c, 'a> Method<'c, 'a> {
         let failure = OutcomeFns::failure(self.outcome_fns);
         let dated = OutcomeFns::dated(self.outcome_fns);
         // Its types name `ToolResult`: over the return type, as all its uses.
-        Some(over(
-            &sig.output,
-            quote! {
+        Some(self.over(quote! {
                 #PRIVATE::call_direct(
                     &self.expeditor,
                     #enum_ident::#variant,
@@ -181,8 +190,7 @@ impl<'c, 'a> Method<'c, 'a> {
                     #dated,
                     || #run,
                 )
-            },
-        ))
+        }))
     }
 
     /// The body of a sync tool with adapters, through `&self` or no receiver, with no
@@ -236,9 +244,7 @@ impl<'c, 'a> Method<'c, 'a> {
         let failure = OutcomeFns::failure(self.outcome_fns);
         let dated = OutcomeFns::dated(self.outcome_fns);
         // Its types name `ToolResult`: over the return type, as all its uses.
-        Some(over(
-            &sig.output,
-            quote! {
+        Some(self.over(quote! {
                 #PRIVATE::call_routed(
                     &self.expeditor,
                     #enum_ident::#variant,
@@ -251,8 +257,7 @@ impl<'c, 'a> Method<'c, 'a> {
                         #(#arms)*
                     },
                 )
-            },
-        ))
+        }))
     }
 
     /// A sync adapter's answer, as its tool's: through its signature check where its types
@@ -260,7 +265,14 @@ impl<'c, 'a> Method<'c, 'a> {
     fn adapter_answer(&self, via: &MethodRef) -> TokenStream {
         let span = via.ident.span();
         let Some(signature) = adapter::signature(self.tool, via) else {
-            let call = call(self.checked, via.receiver, &via.ident, &self.args, false, span);
+            let call = call(
+                self.checked,
+                via.receiver,
+                &via.ident,
+                &self.args,
+                false,
+                span,
+            );
             return self.as_result(&call);
         };
         let temporaries = signature.temporaries(self.args.len());
@@ -330,20 +342,15 @@ impl<'c, 'a> Method<'c, 'a> {
 
     /// The tool's success type, spanned over its return type.
     fn value_ty(&self) -> TokenStream {
-        let output = &self.tool.tool.sig.output;
-        let kept = kept(output);
-        over(output, quote!(<#kept as #PRIVATE::ToolResult>::Ok))
+        let kept = &self.output;
+        self.over(quote!(<#kept as #PRIVATE::ToolResult>::Ok))
     }
 
     /// `call` (a tool's or an adapter's answer) as a plain `Result`, spanned over the tool's
     /// return type.
     fn as_result(&self, call: &TokenStream) -> TokenStream {
-        let output = &self.tool.tool.sig.output;
-        let kept = kept(output);
-        over(
-            output,
-            quote!(<#kept as #PRIVATE::ToolResult>::into_result(#call)),
-        )
+        let kept = &self.output;
+        self.over(quote!(<#kept as #PRIVATE::ToolResult>::into_result(#call)))
     }
 
     /// How one call ends: recorded, labelled, kept.

@@ -1,5 +1,5 @@
-//! Expand phase: the tool enum, the capability map as a `static`, and the guarded handle whose
-//! methods mirror the tools (B2, R4). It works from the checked model alone: every name is
+//! Expand phase: the tool enum, the capability map as a `static` string, and the guarded
+//! handle whose methods mirror the tools (B2, R4). It works from the checked model alone: every name is
 //! resolved there and every shape it cannot mirror was an error there, so nothing here looks a
 //! method up or leaves a tool out. Generated code names everything through one alias (see
 //! `runtime`). [`toolbox`] runs the phases in order; on a mistake, `fallback` is emitted.

@@ -50,9 +50,12 @@ impl EncodedMap {
 
     fn read(&'static self) -> CapabilityMap {
         let decoded = decode(self.encoded);
-        let alternatives: &'static [AlternativeSpec] = self
-            .alternatives
-            .get_or_init(|| decoded.iter().flat_map(|t| t.alternatives.clone()).collect());
+        let alternatives: &'static [AlternativeSpec] = self.alternatives.get_or_init(|| {
+            decoded
+                .iter()
+                .flat_map(|t| t.alternatives.clone())
+                .collect()
+        });
         let tools: &'static [StaticTool] = self.tools.get_or_init(|| {
             let mut start = 0;
             decoded
@@ -228,7 +231,10 @@ mod tests {
             .tool(GREP.spec());
         assert_eq!(MAP.get(), &expected);
         assert!(std::ptr::eq(MAP.get(), MAP.get()));
-        assert_eq!(MAP.get().tools()[0].timeout(), expected.tools()[0].timeout());
+        assert_eq!(
+            MAP.get().tools()[0].timeout(),
+            expected.tools()[0].timeout()
+        );
     }
 
     #[test]
