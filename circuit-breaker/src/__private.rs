@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-pub use crate::capability::{AlternativeSpec, CapabilityMap, Degradation, ToolSpec};
+pub use crate::capability::{CapabilityMap, ToolSpec};
 pub use crate::clock::Timestamp;
 pub use crate::executor::outcome::ToolResult;
 pub use crate::executor::{
@@ -12,7 +12,7 @@ pub use crate::executor::{
 pub use crate::expeditor::{Decision, Expeditor, ExpeditorBuilder, ToolId};
 pub use crate::failure::{Classify, Failure};
 pub use crate::freshness::{Dated, FreshnessProfile, StaleCache, digest};
-pub use crate::model::capability::static_tool::StaticTool;
+pub use crate::model::capability::encoded::EncodedMap;
 pub use crate::model::precheck::Availability;
 pub use crate::policy::{Policy, ProbeUnit};
 pub use crate::toolbox::{JsonToolbox, ToolSet, UnknownTool};
@@ -74,53 +74,6 @@ pub const fn declared_policy_with(
         ms(budget_window_ms),
         mistake_limit,
     )
-}
-
-/// One alternative of a generated `static` map, by named fields: [`spec`](Self::spec) makes
-/// the [`AlternativeSpec`] in a `const` context.
-#[derive(Debug, Clone, Copy)]
-pub struct StaticAlternative {
-    /// The alternative tool's name.
-    pub tool: &'static str,
-    /// How it is used.
-    pub method: &'static str,
-    /// What the route loses.
-    pub degradation: StaticDegradation,
-}
-
-impl StaticAlternative {
-    /// The spec.
-    pub const fn spec(self) -> AlternativeSpec {
-        AlternativeSpec::borrowed(self.tool, self.method, self.degradation.degradation())
-    }
-}
-
-/// The degradation of a [`StaticAlternative`] (plain data, so the alternative can be taken
-/// apart in a `const fn`).
-#[derive(Debug, Clone, Copy)]
-pub enum StaticDegradation {
-    /// Not declared (R1.2).
-    Unknown,
-    /// `degradation = ".."`.
-    Low(&'static str),
-    /// `degradation = high("..")`.
-    High(&'static str),
-}
-
-impl StaticDegradation {
-    /// The degradation.
-    pub const fn degradation(self) -> Degradation {
-        match self {
-            StaticDegradation::Unknown => Degradation::unknown(),
-            StaticDegradation::Low(text) => Degradation::low_static(text),
-            StaticDegradation::High(text) => Degradation::high_static(text),
-        }
-    }
-}
-
-/// A map over a generated `static` slice of tools.
-pub const fn static_map(tools: &'static [ToolSpec]) -> CapabilityMap {
-    CapabilityMap::borrowed(tools)
 }
 
 /// An expeditor over a map checked at compile time.
@@ -219,6 +172,51 @@ fn refused<T, E>(
     let refusal = refuse(expeditor, tool, decision);
     trace_refusal(&refusal);
     Err(CallError::Refused(refusal))
+}
+
+/// The whole guarded call of a sync tool with adapters and no deadline, label or precheck:
+/// the call's span entered, the call planned (the tool, an adapter through an alternative, or
+/// a refusal), `run` called with `None` for the tool or `Some(i)` for adapter `i` (in the
+/// order of `adapters`), its outcome finished against the ticket of whichever ran, or the
+/// refusal traced and returned.
+///
+/// One generic body shared by every such tool, as [`call_direct`] is for tools without
+/// adapters: rustc checks the plan's match once rather than once per tool (compile time).
+///
+/// # Errors
+/// [`CallError::Failed`] (or [`CallError::Rejected`]) when the tool or adapter fails,
+/// [`CallError::Refused`] when nothing may be called.
+#[inline(always)]
+#[allow(clippy::inline_always)]
+pub fn call_routed<T, E>(
+    expeditor: &Expeditor,
+    tool: impl Into<ToolId>,
+    adapters: &[ToolId],
+    names: (&'static str, &'static str),
+    failure: fn(&E) -> Failure,
+    dated: fn(&T) -> Option<Timestamp>,
+    run: impl FnOnce(Option<usize>) -> Result<T, E>,
+) -> Result<Routed<T>, CallError<E>> {
+    let _scope = CallScope::enter(names.0, names.1);
+    match plan(expeditor, tool, adapters) {
+        Plan::Primary(ticket) => finish_dated(expeditor, ticket, None, run(None), failure, dated),
+        Plan::Adapter {
+            index,
+            ticket,
+            route,
+        } => finish_dated(
+            expeditor,
+            ticket,
+            Some(route),
+            run(Some(index)),
+            failure,
+            dated,
+        ),
+        Plan::Refuse(refusal) => {
+            trace_refusal(&refusal);
+            Err(CallError::Refused(refusal))
+        }
+    }
 }
 
 /// The `execute_tool` span a guarded method of a toolbox runs in (B12): the one an outer

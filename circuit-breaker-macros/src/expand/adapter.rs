@@ -7,14 +7,15 @@
 //! the adapter should have, and the call type-checks either way, so nothing else is reported.
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote, quote_spanned};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::Ident;
 
 use super::span::respan;
-use crate::check::{AdapterTypes, CheckedTool, MethodRef};
+use crate::check::{AdapterTypes, Checked, CheckedTool, MethodRef};
 
 /// What the call of one adapter goes through: `None` for an adapter whose types cannot be
-/// written in the generated code (generic, `Self`, `impl Trait`), called as before.
+/// written in the generated code (generic, `Self`, `impl Trait`) or are its tool's, called
+/// as the tool would be.
 pub struct Signature {
     /// The local traits, at the start of the block that calls the adapter.
     pub items: TokenStream,
@@ -24,7 +25,7 @@ pub struct Signature {
 
 /// The signature check of `via`, an adapter of `tool`.
 pub fn signature(tool: &CheckedTool<'_>, via: &MethodRef) -> Option<Signature> {
-    let types = via.types.as_ref()?;
+    let types = compared(tool, via)?;
     let span = via.ident.span();
     let trait_ident = trait_ident(via);
     let items = items(tool, via, types, &trait_ident);
@@ -38,6 +39,27 @@ pub fn signature(tool: &CheckedTool<'_>, via: &MethodRef) -> Option<Signature> {
         <#adapter as #trait_ident<((#(#tool_params,)*), #tool_output)>>
     };
     Some(Signature { items, path })
+}
+
+/// The adapter's types when the generated call must compare them with its tool's: `None`
+/// when they cannot be written, or are written as the tool's, token for token. Types spelled
+/// alike in one impl are the same types, so the check could not fail, and the adapter is
+/// called as the tool would be; rustc spends some 3 M instructions on each check's trait and
+/// calls (BENCHMARKS.md, "Compile cost").
+fn compared<'m>(tool: &CheckedTool<'_>, via: &'m MethodRef) -> Option<&'m AdapterTypes> {
+    let types = via.types.as_ref()?;
+    let sig = &tool.tool.sig;
+    let same = |a: &syn::Type, b: &syn::Type| {
+        a.to_token_stream().to_string() == b.to_token_stream().to_string()
+    };
+    let alike = types.params.len() == sig.params.len()
+        && types
+            .params
+            .iter()
+            .zip(&sig.params)
+            .all(|(a, p)| same(a, &p.ty))
+        && same(&types.output, &sig.output);
+    (!alike).then_some(types)
 }
 
 impl Signature {
@@ -78,8 +100,9 @@ fn trait_ident(via: &MethodRef) -> Ident {
     format_ident!("__CbSignatureOf{camel}")
 }
 
-/// The two local traits: `trait_ident`, with the message, implemented for a pair of
-/// (arguments, answer) types by itself alone; `__CbAdapterParts`, which takes a pair apart.
+/// The adapter's local trait, `trait_ident`, with the message, implemented for a pair of
+/// (arguments, answer) types by itself alone; the pair is taken apart by the toolbox's one
+/// `__CbAdapterParts` ([`parts`]).
 fn items(
     tool: &CheckedTool<'_>,
     via: &MethodRef,
@@ -101,14 +124,6 @@ fn items(
             fn arguments(arguments: Tool::Arguments) -> Self::Arguments;
             fn output(output: Self::Output) -> Tool::Output;
         }
-        trait __CbAdapterParts {
-            type Arguments;
-            type Output;
-        }
-        impl<A, R> __CbAdapterParts for (A, R) {
-            type Arguments = A;
-            type Output = R;
-        }
         impl<T: __CbAdapterParts> #trait_ident<T> for T {
             #[inline]
             fn arguments(arguments: T::Arguments) -> T::Arguments {
@@ -118,6 +133,29 @@ fn items(
             fn output(output: T::Output) -> T::Output {
                 output
             }
+        }
+    }
+}
+
+/// `__CbAdapterParts`, which takes a pair of (arguments, answer) types apart: once in the
+/// generated `const` block when some adapter's signature is checked, rather than beside each
+/// adapter's trait (a trait and an impl fewer for rustc to check per adapter).
+pub fn parts(checked: &Checked<'_>) -> TokenStream {
+    let checks = checked.tools.iter().any(|tool| {
+        tool.adapters()
+            .any(|(via, _)| compared(tool, via).is_some())
+    });
+    if !checks {
+        return TokenStream::new();
+    }
+    quote! {
+        trait __CbAdapterParts {
+            type Arguments;
+            type Output;
+        }
+        impl<A, R> __CbAdapterParts for (A, R) {
+            type Arguments = A;
+            type Output = R;
         }
     }
 }

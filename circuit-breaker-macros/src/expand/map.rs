@@ -1,92 +1,72 @@
-//! The capability map as `static`s (one array of alternatives per tool, the tools, the map),
-//! and the declared policy as an expression: what `ToolSet` hands the expeditor.
+//! The capability map as one `static` string, read into the map when first asked for, and the
+//! declared policy as an expression: what `ToolSet` hands the expeditor.
+
+use std::fmt::Write as _;
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
+use quote::quote;
 
 use super::runtime::PRIVATE;
 use crate::check::{Checked, CheckedTool, Resolved};
 
-/// The capability map as statics: one array of alternatives per tool, the tools, the map.
+/// The capability map: one string the runtime's `EncodedMap` reads on first use.
+///
+/// A `static` array of specs cost rustc some 1.2 M instructions a tool to check, promote,
+/// evaluate and intern (BENCHMARKS.md, "Compile cost"); a string literal costs it next to
+/// nothing, and reading it once at run time takes microseconds.
 pub fn capability_map(checked: &Checked<'_>) -> TokenStream {
-    let mut statics = TokenStream::new();
-    let mut specs = Vec::new();
-    for (i, tool) in checked.tools.iter().enumerate() {
-        let n = tool.alternatives.len();
-        // A tool without alternatives points at one shared empty slice: no static of its own.
-        let alts_ref = if n == 0 {
-            quote!(&[])
-        } else {
-            let alts_ident = format_ident!("__CB_ALTERNATIVES_{}", i);
-            let alts = tool
-                .alternatives
-                .iter()
-                .map(|alt| alternative(checked, alt));
-            statics.extend(quote! {
-                static #alts_ident: [#PRIVATE::AlternativeSpec; #n] = [#(#alts),*];
-            });
-            quote!(&#alts_ident)
-        };
-        specs.push(tool_spec(tool, &alts_ref));
-    }
-    let count = specs.len();
+    let encoded = encode(checked);
     quote! {
-        #statics
-        static __CB_TOOLS: [#PRIVATE::ToolSpec; #count] = [#(#specs),*];
-        static __CB_MAP: #PRIVATE::CapabilityMap = #PRIVATE::static_map(&__CB_TOOLS);
+        static __CB_MAP: #PRIVATE::EncodedMap = #PRIVATE::EncodedMap::new(#encoded);
     }
 }
 
-/// One alternative of the map, built in a `const` context.
-fn alternative(checked: &Checked<'_>, alt: &Resolved) -> TokenStream {
-    let target = checked.tools[alt.target].tool.name.as_str();
-    let method = alt.method.as_str();
-    let degradation = match &alt.degradation {
-        None => quote!(#PRIVATE::StaticDegradation::Unknown),
-        Some(d) if d.high => {
-            let text = d.text.as_str();
-            quote!(#PRIVATE::StaticDegradation::High(#text))
+/// The map in the encoding `EncodedMap` reads (its module's doc has it): each field its
+/// length in bytes, `:`, and its text.
+fn encode(checked: &Checked<'_>) -> String {
+    let mut out = String::new();
+    for tool in &checked.tools {
+        encode_tool(&mut out, checked, tool);
+    }
+    out
+}
+
+fn encode_tool(out: &mut String, checked: &Checked<'_>, tool: &CheckedTool<'_>) {
+    field(out, tool.tool.name.as_str());
+    field(out, &tool.provides);
+    field(out, &tool.fallback);
+    field(out, if tool.caches { "1" } else { "" });
+    field(out, &number(tool.threshold));
+    field(out, &number(tool.probe_every));
+    field(out, &number(tool.timeout));
+    field(out, &tool.alternatives.len().to_string());
+    for alt in &tool.alternatives {
+        encode_alternative(out, checked, alt);
+    }
+}
+
+fn encode_alternative(out: &mut String, checked: &Checked<'_>, alt: &Resolved) {
+    field(out, checked.tools[alt.target].tool.name.as_str());
+    field(out, &alt.method);
+    match &alt.degradation {
+        None => {
+            field(out, "u");
+            field(out, "");
         }
         Some(d) => {
-            let text = d.text.as_str();
-            quote!(#PRIVATE::StaticDegradation::Low(#text))
+            field(out, if d.high { "h" } else { "l" });
+            field(out, &d.text);
         }
-    };
-    quote! {
-        #PRIVATE::StaticAlternative {
-            tool: #target,
-            method: #method,
-            degradation: #degradation,
-        }
-        .spec()
     }
 }
 
-/// One tool of the map, its alternatives at `alts_ref`, built in a `const` context.
-fn tool_spec(tool: &CheckedTool<'_>, alts_ref: &TokenStream) -> TokenStream {
-    let name = tool.tool.name.as_str();
-    let provides = tool.provides.as_str();
-    let fallback = tool.fallback.as_str();
-    let threshold = option(tool.threshold.map(|v| quote!(#v)));
-    let probe_every = option(tool.probe_every.map(|v| quote!(#v)));
-    let caches = tool.caches;
-    // A tool with a deadline says so in its spec (`timed`); one without is built by `spec`.
-    let spec = match tool.timeout {
-        Some(millis) => quote!(timed(#millis)),
-        None => quote!(spec()),
-    };
-    quote! {
-        #PRIVATE::StaticTool {
-            name: #name,
-            provides: #provides,
-            alternatives: #alts_ref,
-            fallback: #fallback,
-            threshold: #threshold,
-            probe_every: #probe_every,
-            caches: #caches,
-        }
-        .#spec
-    }
+fn field(out: &mut String, text: &str) {
+    // Writing to a `String` does not fail.
+    let _ = write!(out, "{}:{text}", text.len());
+}
+
+fn number(value: Option<impl ToString>) -> String {
+    value.map(|v| v.to_string()).unwrap_or_default()
 }
 
 /// The declared policy. A key not given is `None`: the runtime's `Policy` has the defaults

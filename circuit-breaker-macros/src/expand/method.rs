@@ -2,7 +2,7 @@
 //! prechecks, asks the expeditor, calls the tool or an adapter (timed by a deadline when it
 //! has one), and records the outcome, labelled and kept as the tool's freshness keys say.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned};
 use syn::Ident;
 
@@ -10,7 +10,7 @@ use super::adapter::{self, Signature};
 use super::handle::stale_field;
 use super::outcome_fns::OutcomeFns;
 use super::runtime::{PRIVATE, RUNTIME};
-use super::span::{kept, over};
+use super::span::{ends, kept, over, over_spans};
 use crate::check::{Checked, CheckedTool, MethodRef};
 use crate::parse::Receiver;
 
@@ -40,8 +40,8 @@ pub fn handle_method(
     // Over the user's return type, all of it, as every use of `ToolResult` in the expansion:
     // a tool that does not return a `Result` is reported there, once (rustc emits the same
     // diagnostic once, however many places raise it).
-    let output = kept(&sig.output);
-    let returns = over(&sig.output, quote!(#RUNTIME::outcome::Outcome<#output>));
+    let output = &method.output;
+    let returns = method.over(quote!(#RUNTIME::outcome::Outcome<#output>));
     let body = method.body();
     quote! {
         #(#docs)*
@@ -72,6 +72,10 @@ struct Method<'c, 'a> {
     /// The shared functions the answer is read with (failure, data time), by index; `None`
     /// for closures of its own.
     outcome_fns: Option<usize>,
+    /// The return type's first and last spans ([`ends`]) and the type as one token
+    /// ([`kept`]), read once for the several expressions spanned over it.
+    output_ends: Option<(Span, Span)>,
+    output: TokenTree,
 }
 
 impl<'c, 'a> Method<'c, 'a> {
@@ -87,7 +91,14 @@ impl<'c, 'a> Method<'c, 'a> {
             enum_ident,
             args: tool.tool.arg_names().collect(),
             outcome_fns,
+            output_ends: ends(&tool.tool.sig.output),
+            output: kept(&tool.tool.sig.output),
         }
+    }
+
+    /// `tokens` spanned over the tool's return type ([`over`]).
+    fn over(&self, tokens: TokenStream) -> TokenStream {
+        over_spans(self.output_ends, tokens)
     }
 
     /// Whether results are labelled (R6): compared with the last, cached, or kept.
@@ -99,7 +110,7 @@ impl<'c, 'a> Method<'c, 'a> {
     /// the call's `execute_tool` span (B12): entered around the body of a sync method; the
     /// body of an async one is instrumented with it (a guard must not live across `.await`).
     fn body(&self) -> TokenStream {
-        if let Some(body) = self.direct_call() {
+        if let Some(body) = self.direct_call().or_else(|| self.routed_call()) {
             return body;
         }
         let hashed = self.tool.freshness || self.tool.serve_stale;
@@ -170,9 +181,7 @@ impl<'c, 'a> Method<'c, 'a> {
         let failure = OutcomeFns::failure(self.outcome_fns);
         let dated = OutcomeFns::dated(self.outcome_fns);
         // Its types name `ToolResult`: over the return type, as all its uses.
-        Some(over(
-            &sig.output,
-            quote! {
+        Some(self.over(quote! {
                 #PRIVATE::call_direct(
                     &self.expeditor,
                     #enum_ident::#variant,
@@ -181,8 +190,98 @@ impl<'c, 'a> Method<'c, 'a> {
                     #dated,
                     || #run,
                 )
-            },
-        ))
+        }))
+    }
+
+    /// The body of a sync tool with adapters, through `&self` or no receiver, with no
+    /// deadline (its own or an alternative's), label or precheck, and sync adapters through
+    /// `&self` or no receiver: one call of the runtime's `call_routed`, with one closure that
+    /// calls the tool or the adapter the plan chose. `None` for any other.
+    fn routed_call(&self) -> Option<TokenStream> {
+        let (tool, sig) = (self.tool, &self.tool.tool.sig);
+        let adapters: Vec<(&MethodRef, usize)> = tool.adapters().collect();
+        let simple = !sig.is_async()
+            && sig.receiver != Receiver::Mut
+            && !adapters.is_empty()
+            && adapters.iter().all(|(via, target)| {
+                !via.is_async
+                    && via.receiver != Receiver::Mut
+                    && self.checked.tools[*target].timeout.is_none()
+            })
+            && tool.timeout.is_none()
+            && !self.labelled()
+            && tool.prechecks.is_empty()
+            && super::outcome_fns::names_a_result(&sig.output);
+        if !simple {
+            return None;
+        }
+        let (enum_ident, variant) = (self.enum_ident, &tool.variant);
+        let targets = adapters.iter().map(|(_, target)| {
+            let v = &self.checked.tools[*target].variant;
+            quote!(#PRIVATE::ToolId::from(#enum_ident::#v))
+        });
+        let name = &tool.tool.name;
+        let span_name = format!("execute_tool {name}");
+        let call = call(
+            self.checked,
+            sig.receiver,
+            &tool.tool.ident,
+            &self.args,
+            false,
+            Span::call_site(),
+        );
+        let primary = self.as_result(&call);
+        let last = adapters.len() - 1;
+        let arms = adapters.iter().enumerate().map(|(i, (via, _))| {
+            let pattern = if i == last {
+                quote!(_)
+            } else {
+                quote!(#PRIVATE::Some(#i))
+            };
+            let answer = self.adapter_answer(via);
+            quote!(#pattern => #answer,)
+        });
+        let failure = OutcomeFns::failure(self.outcome_fns);
+        let dated = OutcomeFns::dated(self.outcome_fns);
+        // Its types name `ToolResult`: over the return type, as all its uses.
+        Some(self.over(quote! {
+                #PRIVATE::call_routed(
+                    &self.expeditor,
+                    #enum_ident::#variant,
+                    &[#(#targets),*],
+                    (#name, #span_name),
+                    #failure,
+                    #dated,
+                    |__cb_adapter| match __cb_adapter {
+                        #PRIVATE::None => #primary,
+                        #(#arms)*
+                    },
+                )
+        }))
+    }
+
+    /// A sync adapter's answer, as its tool's: through its signature check where its types
+    /// can be written (see `adapter`), spanned at `via`.
+    fn adapter_answer(&self, via: &MethodRef) -> TokenStream {
+        let span = via.ident.span();
+        let Some(signature) = adapter::signature(self.tool, via) else {
+            let call = call(
+                self.checked,
+                via.receiver,
+                &via.ident,
+                &self.args,
+                false,
+                span,
+            );
+            return self.as_result(&call);
+        };
+        let temporaries = signature.temporaries(self.args.len());
+        let arguments = signature.arguments(&self.args, &temporaries);
+        let passed: Vec<&Ident> = temporaries.iter().collect();
+        let call = call(self.checked, via.receiver, &via.ident, &passed, false, span);
+        let answer = self.as_result(&signature.output(&quote!({ #arguments #call })));
+        let items = &signature.items;
+        quote!({ #items #answer })
     }
 
     /// Runs the pre-call checks the checked model lists for this tool (R10): its own, and
@@ -243,20 +342,15 @@ impl<'c, 'a> Method<'c, 'a> {
 
     /// The tool's success type, spanned over its return type.
     fn value_ty(&self) -> TokenStream {
-        let output = &self.tool.tool.sig.output;
-        let kept = kept(output);
-        over(output, quote!(<#kept as #PRIVATE::ToolResult>::Ok))
+        let kept = &self.output;
+        self.over(quote!(<#kept as #PRIVATE::ToolResult>::Ok))
     }
 
     /// `call` (a tool's or an adapter's answer) as a plain `Result`, spanned over the tool's
     /// return type.
     fn as_result(&self, call: &TokenStream) -> TokenStream {
-        let output = &self.tool.tool.sig.output;
-        let kept = kept(output);
-        over(
-            output,
-            quote!(<#kept as #PRIVATE::ToolResult>::into_result(#call)),
-        )
+        let kept = &self.output;
+        self.over(quote!(<#kept as #PRIVATE::ToolResult>::into_result(#call)))
     }
 
     /// How one call ends: recorded, labelled, kept.

@@ -1,5 +1,5 @@
-//! Expand phase: the tool enum, the capability map as a `static`, and the guarded handle whose
-//! methods mirror the tools (B2, R4). It works from the checked model alone: every name is
+//! Expand phase: the tool enum, the capability map as a `static` string, and the guarded
+//! handle whose methods mirror the tools (B2, R4). It works from the checked model alone: every name is
 //! resolved there and every shape it cannot mirror was an error there, so nothing here looks a
 //! method up or leaves a tool out. Generated code names everything through one alias (see
 //! `runtime`). [`toolbox`] runs the phases in order; on a mistake, `fallback` is emitted.
@@ -58,6 +58,7 @@ pub fn expand(checked: &Checked<'_>) -> TokenStream {
     let enum_definition = tool_enum::definition(checked, &generated);
     let handle_definition = handle::definition(checked, &generated);
     let map = map::capability_map(checked);
+    let adapter_parts = adapter::parts(checked);
     let enum_impls = tool_enum::impls(checked, &generated);
     let handle_impl = handle::inherent_impl(checked, &generated);
     let json = if checked.json {
@@ -77,6 +78,8 @@ pub fn expand(checked: &Checked<'_>) -> TokenStream {
             #[allow(unused_imports)]
             use #PRIVATE::{NotDated as _, ViaClassify as _, ViaDated as _, ViaDisplay as _, ViaError as _};
             #map
+
+            #adapter_parts
 
             #enum_impls
 

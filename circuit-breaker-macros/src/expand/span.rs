@@ -28,11 +28,21 @@ pub fn respan(tokens: TokenStream, span: Span) -> TokenStream {
 /// [`kept`], keeps its own spans. (A span covering all of a type cannot be made on stable Rust
 /// otherwise: `Span::join` is nightly's, and `syn`'s `span()` gives the first token's.)
 pub fn over(ty: &syn::Type, tokens: TokenStream) -> TokenStream {
+    over_spans(ends(ty), tokens)
+}
+
+/// The spans of `ty`'s first and last tokens, for [`over_spans`]: read once for a type that
+/// many expressions are spanned over (each read copies its tokens).
+pub fn ends(ty: &syn::Type) -> Option<(Span, Span)> {
     let type_tokens: Vec<TokenTree> = ty.to_token_stream().into_iter().collect();
-    let (Some(first), Some(last)) = (type_tokens.first(), type_tokens.last()) else {
+    Some((type_tokens.first()?.span(), type_tokens.last()?.span()))
+}
+
+/// [`over`] with the type's [`ends`] read already.
+pub fn over_spans(ends: Option<(Span, Span)>, tokens: TokenStream) -> TokenStream {
+    let Some((first, last)) = ends else {
         return tokens;
     };
-    let (first, last) = (first.span(), last.span());
     tokens
         .into_iter()
         .enumerate()

@@ -63,7 +63,7 @@ pub fn impls(checked: &Checked<'_>, generated: &Generated) -> TokenStream {
 
             /// The toolbox's capability map, checked at compile time.
             pub fn capability_map() -> &'static #PRIVATE::CapabilityMap {
-                &__CB_MAP
+                __CB_MAP.get()
             }
         }
 
@@ -121,7 +121,7 @@ fn runtime_impls(checked: &Checked<'_>, enum_ident: &Ident) -> TokenStream {
             }
 
             fn capability_map() -> &'static #PRIVATE::CapabilityMap {
-                &__CB_MAP
+                __CB_MAP.get()
             }
 
             fn policy() -> #PRIVATE::Policy {

@@ -6,7 +6,7 @@
 use darling::Error;
 use darling::ast::NestedMeta;
 use darling::error::Accumulator;
-use proc_macro2::TokenStream;
+use proc_macro2::{TokenStream, TokenTree};
 use syn::{Attribute, Ident, ImplItem, ImplItemFn, Path, ReturnType, Type};
 
 use super::attr::{TOOL_KEYS, attr_name_span};
@@ -199,6 +199,11 @@ fn rmcp_tool_key(attr: &Attribute) -> Option<Path> {
     let syn::Meta::List(list) = &attr.meta else {
         return None;
     };
+    // Most attributes start with one of our keys: answered without parsing the list, which
+    // costs more than the rest of the attribute's reading.
+    if starts_with_our_key(&list.tokens) {
+        return None;
+    }
     let items = NestedMeta::parse_meta_list(list.tokens.clone()).ok()?;
     let paths: Vec<&Path> = items
         .iter()
@@ -222,4 +227,20 @@ fn rmcp_tool_key(attr: &Attribute) -> Option<Path> {
                 .is_some_and(|i| RMCP_TOOL_KEYS.contains(&i.to_string().as_str()))
         })
         .cloned()
+}
+
+/// Whether the list's first item is one of our keys other than `name`: a lone identifier,
+/// then `=`, `(`, `,` or nothing (not a path `a::b`).
+fn starts_with_our_key(tokens: &TokenStream) -> bool {
+    let mut tokens = tokens.clone().into_iter();
+    let Some(TokenTree::Ident(first)) = tokens.next() else {
+        return false;
+    };
+    let lone = match tokens.next() {
+        None => true,
+        Some(TokenTree::Punct(p)) => matches!(p.as_char(), '=' | ','),
+        Some(TokenTree::Group(g)) => g.delimiter() == proc_macro2::Delimiter::Parenthesis,
+        Some(_) => false,
+    };
+    lone && first != "name" && TOOL_KEYS.contains(&first.to_string().as_str())
 }

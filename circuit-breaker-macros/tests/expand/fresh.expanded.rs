@@ -35,30 +35,8 @@ const _: () = {
     use _cb::__private_v0_1::{
         NotDated as _, ViaClassify as _, ViaDated as _, ViaDisplay as _, ViaError as _,
     };
-    static __CB_TOOLS: [_cb::__private_v0_1::ToolSpec; 2usize] = [
-        _cb::__private_v0_1::StaticTool {
-            name: "search",
-            provides: "document search",
-            alternatives: &[],
-            fallback: "ask the user for the documents",
-            threshold: _cb::__private_v0_1::None,
-            probe_every: _cb::__private_v0_1::None,
-            caches: false,
-        }
-            .spec(),
-        _cb::__private_v0_1::StaticTool {
-            name: "lookup",
-            provides: "cached lookups",
-            alternatives: &[],
-            fallback: "ask the user",
-            threshold: _cb::__private_v0_1::None,
-            probe_every: _cb::__private_v0_1::None,
-            caches: true,
-        }
-            .spec(),
-    ];
-    static __CB_MAP: _cb::__private_v0_1::CapabilityMap = _cb::__private_v0_1::static_map(
-        &__CB_TOOLS,
+    static __CB_MAP: _cb::__private_v0_1::EncodedMap = _cb::__private_v0_1::EncodedMap::new(
+        "6:search15:document search30:ask the user for the documents0:0:0:0:1:06:lookup14:cached lookups12:ask the user1:10:0:0:1:0",
     );
     static __CB_ALL: [IndexTool; 2usize] = [IndexTool::Search, IndexTool::Lookup];
     const __CB_NAMES: [&str; 2usize] = ["search", "lookup"];
@@ -108,7 +86,7 @@ const _: () = {
         }
         /// The toolbox's capability map, checked at compile time.
         pub fn capability_map() -> &'static _cb::__private_v0_1::CapabilityMap {
-            &__CB_MAP
+            __CB_MAP.get()
         }
     }
     impl _cb::__private_v0_1::ToolSet for IndexTool {
@@ -117,7 +95,7 @@ const _: () = {
             IndexTool::name(self)
         }
         fn capability_map() -> &'static _cb::__private_v0_1::CapabilityMap {
-            &__CB_MAP
+            __CB_MAP.get()
         }
         fn policy() -> _cb::__private_v0_1::Policy {
             _cb::__private_v0_1::declared_policy(

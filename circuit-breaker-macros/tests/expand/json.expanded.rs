@@ -43,48 +43,8 @@ const _: () = {
     use _cb::__private_v0_1::{
         NotDated as _, ViaClassify as _, ViaDated as _, ViaDisplay as _, ViaError as _,
     };
-    static __CB_ALTERNATIVES_0: [_cb::__private_v0_1::AlternativeSpec; 1usize] = [
-        _cb::__private_v0_1::StaticAlternative {
-            tool: "bash",
-            method: "rg or grep command",
-            degradation: _cb::__private_v0_1::StaticDegradation::Unknown,
-        }
-            .spec(),
-    ];
-    static __CB_TOOLS: [_cb::__private_v0_1::ToolSpec; 3usize] = [
-        _cb::__private_v0_1::StaticTool {
-            name: "grep",
-            provides: "content search across files",
-            alternatives: &__CB_ALTERNATIVES_0,
-            fallback: "ask the user which files to examine",
-            threshold: _cb::__private_v0_1::None,
-            probe_every: _cb::__private_v0_1::None,
-            caches: false,
-        }
-            .spec(),
-        _cb::__private_v0_1::StaticTool {
-            name: "bash",
-            provides: "command execution",
-            alternatives: &[],
-            fallback: "report commands that need to be run manually",
-            threshold: _cb::__private_v0_1::None,
-            probe_every: _cb::__private_v0_1::None,
-            caches: false,
-        }
-            .spec(),
-        _cb::__private_v0_1::StaticTool {
-            name: "now",
-            provides: "the time",
-            alternatives: &[],
-            fallback: "ask the user for the time",
-            threshold: _cb::__private_v0_1::None,
-            probe_every: _cb::__private_v0_1::None,
-            caches: false,
-        }
-            .spec(),
-    ];
-    static __CB_MAP: _cb::__private_v0_1::CapabilityMap = _cb::__private_v0_1::static_map(
-        &__CB_TOOLS,
+    static __CB_MAP: _cb::__private_v0_1::EncodedMap = _cb::__private_v0_1::EncodedMap::new(
+        "4:grep27:content search across files35:ask the user which files to examine0:0:0:0:1:14:bash18:rg or grep command1:u0:4:bash17:command execution44:report commands that need to be run manually0:0:0:0:1:03:now8:the time25:ask the user for the time0:0:0:0:1:0",
     );
     static __CB_ALL: [WorkspaceTool; 3usize] = [
         WorkspaceTool::Grep,
@@ -138,7 +98,7 @@ const _: () = {
         }
         /// The toolbox's capability map, checked at compile time.
         pub fn capability_map() -> &'static _cb::__private_v0_1::CapabilityMap {
-            &__CB_MAP
+            __CB_MAP.get()
         }
     }
     impl _cb::__private_v0_1::ToolSet for WorkspaceTool {
@@ -147,7 +107,7 @@ const _: () = {
             WorkspaceTool::name(self)
         }
         fn capability_map() -> &'static _cb::__private_v0_1::CapabilityMap {
-            &__CB_MAP
+            __CB_MAP.get()
         }
         fn policy() -> _cb::__private_v0_1::Policy {
             _cb::__private_v0_1::declared_policy(
@@ -249,99 +209,32 @@ const _: () = {
             pattern: &str,
             under: Option<&str>,
         ) -> _cb::outcome::Outcome<Result<Vec<String>, std::io::Error>> {
-            let __cb_scope = _cb::__private_v0_1::CallScope::enter(
-                "grep",
-                "execute_tool grep",
-            );
-            match _cb::__private_v0_1::plan(
+            _cb::__private_v0_1::call_routed(
                 &self.expeditor,
                 WorkspaceTool::Grep,
                 &[_cb::__private_v0_1::ToolId::from(WorkspaceTool::Bash)],
-            ) {
-                _cb::__private_v0_1::Plan::Primary(__cb_ticket) => {
-                    _cb::__private_v0_1::finish_dated(
-                        &self.expeditor,
-                        __cb_ticket,
-                        _cb::__private_v0_1::None,
+                ("grep", "execute_tool grep"),
+                __cb_failure_0,
+                __cb_dated_0,
+                |__cb_adapter| match __cb_adapter {
+                    _cb::__private_v0_1::None => {
                         <Result<
                             Vec<String>,
                             std::io::Error,
                         > as _cb::__private_v0_1::ToolResult>::into_result(
                             self.toolbox.grep(pattern, under),
-                        ),
-                        __cb_failure_0,
-                        __cb_dated_0,
-                    )
-                }
-                _cb::__private_v0_1::Plan::Adapter {
-                    ticket: __cb_ticket,
-                    route: __cb_route,
-                    ..
-                } => {
-                    #[diagnostic::on_unimplemented(
-                        message = "adapter `grep_with_rg` must have the signature of tool `grep`: `fn grep_with_rg(&self, pattern: &str, under: Option<&str>) -> Result<Vec<String>, std::io::Error>`",
-                        label = "its argument or return types are not those of `grep`",
-                        note = "the guarded handle calls an adapter in its tool's place, with the tool's arguments, and answers what it returns"
-                    )]
-                    trait __CbSignatureOfGrepWithRg<
-                        Tool: __CbAdapterParts,
-                    >: __CbAdapterParts {
-                        fn arguments(arguments: Tool::Arguments) -> Self::Arguments;
-                        fn output(output: Self::Output) -> Tool::Output;
+                        )
                     }
-                    trait __CbAdapterParts {
-                        type Arguments;
-                        type Output;
-                    }
-                    impl<A, R> __CbAdapterParts for (A, R) {
-                        type Arguments = A;
-                        type Output = R;
-                    }
-                    impl<T: __CbAdapterParts> __CbSignatureOfGrepWithRg<T> for T {
-                        #[inline]
-                        fn arguments(arguments: T::Arguments) -> T::Arguments {
-                            arguments
-                        }
-                        #[inline]
-                        fn output(output: T::Output) -> T::Output {
-                            output
-                        }
-                    }
-                    _cb::__private_v0_1::finish_dated(
-                        &self.expeditor,
-                        __cb_ticket,
-                        _cb::__private_v0_1::Some(__cb_route),
+                    _ => {
                         <Result<
                             Vec<String>,
                             std::io::Error,
                         > as _cb::__private_v0_1::ToolResult>::into_result(
-                            <(
-                                (&str, Option<&str>),
-                                Result<Vec<String>, std::io::Error>,
-                            ) as __CbSignatureOfGrepWithRg<
-                                ((&str, Option<&str>), Result<Vec<String>, std::io::Error>),
-                            >>::output({
-                                let (__cb_adapter_arg0, __cb_adapter_arg1) = <(
-                                    (&str, Option<&str>),
-                                    Result<Vec<String>, std::io::Error>,
-                                ) as __CbSignatureOfGrepWithRg<
-                                    ((&str, Option<&str>), Result<Vec<String>, std::io::Error>),
-                                >>::arguments((pattern, under));
-                                self.toolbox
-                                    .grep_with_rg(__cb_adapter_arg0, __cb_adapter_arg1)
-                            }),
-                        ),
-                        __cb_failure_0,
-                        __cb_dated_0,
-                    )
-                }
-                _cb::__private_v0_1::Plan::Refuse(__cb_refusal) => {
-                    _cb::__private_v0_1::trace_refusal(&__cb_refusal);
-                    _cb::__private_v0_1::Err(
-                        _cb::__private_v0_1::CallError::Refused(__cb_refusal),
-                    )
-                }
-            }
+                            self.toolbox.grep_with_rg(pattern, under),
+                        )
+                    }
+                },
+            )
         }
         ///
         /// Guarded `bash`: asks the expeditor first; see [the handle](Self).

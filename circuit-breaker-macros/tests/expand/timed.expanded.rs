@@ -32,38 +32,8 @@ const _: () = {
     use _cb::__private_v0_1::{
         NotDated as _, ViaClassify as _, ViaDated as _, ViaDisplay as _, ViaError as _,
     };
-    static __CB_ALTERNATIVES_0: [_cb::__private_v0_1::AlternativeSpec; 1usize] = [
-        _cb::__private_v0_1::StaticAlternative {
-            tool: "bash",
-            method: "rg or grep command",
-            degradation: _cb::__private_v0_1::StaticDegradation::Unknown,
-        }
-            .spec(),
-    ];
-    static __CB_TOOLS: [_cb::__private_v0_1::ToolSpec; 2usize] = [
-        _cb::__private_v0_1::StaticTool {
-            name: "grep",
-            provides: "content search across files",
-            alternatives: &__CB_ALTERNATIVES_0,
-            fallback: "ask the user which files to examine",
-            threshold: _cb::__private_v0_1::None,
-            probe_every: _cb::__private_v0_1::None,
-            caches: false,
-        }
-            .timed(2000u64),
-        _cb::__private_v0_1::StaticTool {
-            name: "bash",
-            provides: "command execution",
-            alternatives: &[],
-            fallback: "report commands that need to be run manually",
-            threshold: _cb::__private_v0_1::None,
-            probe_every: _cb::__private_v0_1::None,
-            caches: false,
-        }
-            .timed(30000u64),
-    ];
-    static __CB_MAP: _cb::__private_v0_1::CapabilityMap = _cb::__private_v0_1::static_map(
-        &__CB_TOOLS,
+    static __CB_MAP: _cb::__private_v0_1::EncodedMap = _cb::__private_v0_1::EncodedMap::new(
+        "4:grep27:content search across files35:ask the user which files to examine0:0:0:4:20001:14:bash18:rg or grep command1:u0:4:bash17:command execution44:report commands that need to be run manually0:0:0:5:300001:0",
     );
     static __CB_ALL: [WorkspaceTool; 2usize] = [
         WorkspaceTool::Grep,
@@ -116,7 +86,7 @@ const _: () = {
         }
         /// The toolbox's capability map, checked at compile time.
         pub fn capability_map() -> &'static _cb::__private_v0_1::CapabilityMap {
-            &__CB_MAP
+            __CB_MAP.get()
         }
     }
     impl _cb::__private_v0_1::ToolSet for WorkspaceTool {
@@ -125,7 +95,7 @@ const _: () = {
             WorkspaceTool::name(self)
         }
         fn capability_map() -> &'static _cb::__private_v0_1::CapabilityMap {
-            &__CB_MAP
+            __CB_MAP.get()
         }
         fn policy() -> _cb::__private_v0_1::Policy {
             _cb::__private_v0_1::declared_policy(
@@ -271,83 +241,35 @@ const _: () = {
                                 route: __cb_route,
                                 ..
                             } => {
-                                #[diagnostic::on_unimplemented(
-                                    message = "adapter `grep_with_rg` must have the signature of tool `grep`: `async fn grep_with_rg(&self, pattern: String) -> Result<Vec<String>, std::io::Error>`",
-                                    label = "its argument or return types are not those of `grep`",
-                                    note = "the guarded handle calls an adapter in its tool's place, with the tool's arguments, and answers what it returns"
-                                )]
-                                trait __CbSignatureOfGrepWithRg<
-                                    Tool: __CbAdapterParts,
-                                >: __CbAdapterParts {
-                                    fn arguments(arguments: Tool::Arguments) -> Self::Arguments;
-                                    fn output(output: Self::Output) -> Tool::Output;
-                                }
-                                trait __CbAdapterParts {
-                                    type Arguments;
-                                    type Output;
-                                }
-                                impl<A, R> __CbAdapterParts for (A, R) {
-                                    type Arguments = A;
-                                    type Output = R;
-                                }
-                                impl<T: __CbAdapterParts> __CbSignatureOfGrepWithRg<T>
-                                for T {
-                                    #[inline]
-                                    fn arguments(arguments: T::Arguments) -> T::Arguments {
-                                        arguments
-                                    }
-                                    #[inline]
-                                    fn output(output: T::Output) -> T::Output {
-                                        output
-                                    }
-                                }
+                                let __cb_deadline = _cb::__private_v0_1::Deadline::start(
+                                    &self.expeditor,
+                                    30000u64,
+                                );
+                                match __cb_deadline
+                                    .within(&self.expeditor, self.toolbox.grep_with_rg(pattern))
+                                    .await
                                 {
-                                    let __cb_deadline = _cb::__private_v0_1::Deadline::start(
-                                        &self.expeditor,
-                                        30000u64,
-                                    );
-                                    match __cb_deadline
-                                        .within(
+                                    _cb::__private_v0_1::Some(__cb_output) => {
+                                        _cb::__private_v0_1::finish_dated(
                                             &self.expeditor,
-                                            {
-                                                let (__cb_adapter_arg0,) = <(
-                                                    (String,),
-                                                    Result<Vec<String>, std::io::Error>,
-                                                ) as __CbSignatureOfGrepWithRg<
-                                                    ((String,), Result<Vec<String>, std::io::Error>),
-                                                >>::arguments((pattern,));
-                                                self.toolbox.grep_with_rg(__cb_adapter_arg0)
-                                            },
+                                            __cb_ticket,
+                                            _cb::__private_v0_1::Some(__cb_route),
+                                            <Result<
+                                                Vec<String>,
+                                                std::io::Error,
+                                            > as _cb::__private_v0_1::ToolResult>::into_result(
+                                                __cb_output,
+                                            ),
+                                            __cb_failure_0,
+                                            __cb_dated_0,
                                         )
-                                        .await
-                                    {
-                                        _cb::__private_v0_1::Some(__cb_output) => {
-                                            _cb::__private_v0_1::finish_dated(
-                                                &self.expeditor,
-                                                __cb_ticket,
-                                                _cb::__private_v0_1::Some(__cb_route),
-                                                <Result<
-                                                    Vec<String>,
-                                                    std::io::Error,
-                                                > as _cb::__private_v0_1::ToolResult>::into_result(
-                                                    <(
-                                                        (String,),
-                                                        Result<Vec<String>, std::io::Error>,
-                                                    ) as __CbSignatureOfGrepWithRg<
-                                                        ((String,), Result<Vec<String>, std::io::Error>),
-                                                    >>::output(__cb_output),
-                                                ),
-                                                __cb_failure_0,
-                                                __cb_dated_0,
-                                            )
-                                        }
-                                        _cb::__private_v0_1::None => {
-                                            _cb::__private_v0_1::timed_out(
-                                                __cb_ticket,
-                                                _cb::__private_v0_1::Some(__cb_route),
-                                                __cb_deadline,
-                                            )
-                                        }
+                                    }
+                                    _cb::__private_v0_1::None => {
+                                        _cb::__private_v0_1::timed_out(
+                                            __cb_ticket,
+                                            _cb::__private_v0_1::Some(__cb_route),
+                                            __cb_deadline,
+                                        )
                                     }
                                 }
                             }

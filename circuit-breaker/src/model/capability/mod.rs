@@ -13,6 +13,7 @@ use std::borrow::Cow;
 mod alternative;
 mod check;
 mod degradation;
+pub(crate) mod encoded;
 mod map;
 pub(crate) mod static_tool;
 mod timeout;

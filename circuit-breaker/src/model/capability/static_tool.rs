@@ -1,14 +1,14 @@
-//! A tool of a generated `static` map, by named fields: what `#[toolbox]` writes, and the
-//! [`ToolSpec`] made of it in a `const` context.
+//! A tool of a generated map, by named fields, and the [`ToolSpec`] made of it: what a
+//! generated map's string is read into (`encoded`).
 
 use super::{AlternativeSpec, ToolSpec};
 
-/// One tool of a generated `static` map, by named fields: [`spec`](Self::spec) makes the
-/// [`ToolSpec`] in a `const` context.
+/// One tool of a generated map, by named fields: [`spec`](Self::spec) makes the
+/// [`ToolSpec`].
 ///
 /// The spec points at the tool rather than copying its rare parts (alternatives,
-/// overrides), so every method takes `&'static self`: the generated `StaticTool { .. }.spec()`
-/// in a `static`'s initializer is promoted to a `static` of its own.
+/// overrides), so every method takes `&'static self`: the tools live as long as the map's
+/// `static` (see `encoded`).
 #[derive(Debug, Clone, Copy)]
 pub struct StaticTool {
     /// The tool's name.
