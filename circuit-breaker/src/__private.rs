@@ -150,7 +150,12 @@ pub fn call_direct<T, E>(
 ) -> Result<Routed<T>, CallError<E>> {
     let _scope = CallScope::enter(names.0, names.1);
     let tool = tool.into();
-    match expeditor.decide(tool) {
+    // The healthy path apart from the rest, so its ticket never goes through a `Decision`
+    // in memory (see `decide_healthy`).
+    if let Some(ticket) = expeditor.decide_healthy(tool) {
+        return finish_dated(expeditor, ticket, None, run(), failure, dated);
+    }
+    match expeditor.decide_rest(tool) {
         Decision::Call(ticket) | Decision::Probe(ticket) => {
             finish_dated(expeditor, ticket, None, run(), failure, dated)
         }

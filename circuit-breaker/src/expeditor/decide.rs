@@ -167,25 +167,35 @@ impl Expeditor {
     #[inline]
     pub fn decide(&self, tool: impl Into<ToolId>) -> Decision<'_> {
         let tool = tool.into();
-        if let Some(slot) = self.inner.mirror.get(tool)
-            && slot.hot.is_callable()
-            && !self.inner.mirror.halted()
-        {
-            return Decision::Call(Ticket {
-                expeditor: self,
-                slot,
-                tool,
-                via: Via::Call,
-                done: false,
-            });
+        match self.decide_healthy(tool) {
+            Some(ticket) => Decision::Call(ticket),
+            None => self.decide_rest(tool),
         }
-        self.decide_rest(tool)
+    }
+
+    /// [`decide`](Self::decide)'s healthy path alone: the ticket of a CLOSED tool when nothing
+    /// pauses, else `None` and [`decide_rest`](Self::decide_rest) says the rest. A caller that
+    /// matches the two apart keeps the ticket in registers: merged into one `Decision`, it is
+    /// stored in pieces and read back whole on every healthy call, a stalled load (perf).
+    #[inline]
+    pub(crate) fn decide_healthy(&self, tool: ToolId) -> Option<Ticket<'_>> {
+        let slot = self.inner.mirror.get(tool)?;
+        if !slot.hot.is_callable() || self.inner.mirror.halted() {
+            return None;
+        }
+        Some(Ticket {
+            expeditor: self,
+            slot,
+            tool,
+            via: Via::Call,
+            done: false,
+        })
     }
 
     /// Everything but the healthy path: the lock-free rejection of an OPEN tool whose probe is
     /// not due, then the engine under the lock.
     #[inline(never)]
-    fn decide_rest(&self, tool: ToolId) -> Decision<'_> {
+    pub(crate) fn decide_rest(&self, tool: ToolId) -> Decision<'_> {
         let Some(slot) = self.inner.mirror.get(tool) else {
             return self.skip(tool, None, SkipReason::UnknownTool);
         };
