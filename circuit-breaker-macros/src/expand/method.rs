@@ -155,29 +155,14 @@ impl<'c, 'a> Method<'c, 'a> {
     /// other. (`&mut self` is left out: a closure of an edition-2018 crate would borrow all of
     /// `self`, the expeditor too.)
     fn direct_call(&self) -> Option<TokenStream> {
-        let (tool, sig) = (self.tool, &self.tool.tool.sig);
-        let simple = !sig.is_async()
-            && sig.receiver != Receiver::Mut
-            && self.tool.adapters().next().is_none()
-            && tool.timeout.is_none()
-            && !self.labelled()
-            && tool.prechecks.is_empty()
-            && super::outcome_fns::names_a_result(&sig.output);
-        if !simple {
+        if !self.plain_sync() || self.tool.adapters().next().is_some() {
             return None;
         }
+        let tool = self.tool;
         let (enum_ident, variant) = (self.enum_ident, &tool.variant);
         let name = &tool.tool.name;
         let span_name = format!("execute_tool {name}");
-        let call = call(
-            self.checked,
-            sig.receiver,
-            &tool.tool.ident,
-            &self.args,
-            false,
-            Span::call_site(),
-        );
-        let run = self.as_result(&call);
+        let run = self.own_call();
         let failure = OutcomeFns::failure(self.outcome_fns);
         let dated = OutcomeFns::dated(self.outcome_fns);
         // Its types name `ToolResult`: over the return type, as all its uses.
@@ -198,20 +183,15 @@ impl<'c, 'a> Method<'c, 'a> {
     /// `&self` or no receiver: one call of the runtime's `call_routed`, with one closure that
     /// calls the tool or the adapter the plan chose. `None` for any other.
     fn routed_call(&self) -> Option<TokenStream> {
-        let (tool, sig) = (self.tool, &self.tool.tool.sig);
+        let tool = self.tool;
         let adapters: Vec<(&MethodRef, usize)> = tool.adapters().collect();
-        let simple = !sig.is_async()
-            && sig.receiver != Receiver::Mut
+        let simple = self.plain_sync()
             && !adapters.is_empty()
             && adapters.iter().all(|(via, target)| {
                 !via.is_async
                     && via.receiver != Receiver::Mut
                     && self.checked.tools[*target].timeout.is_none()
-            })
-            && tool.timeout.is_none()
-            && !self.labelled()
-            && tool.prechecks.is_empty()
-            && super::outcome_fns::names_a_result(&sig.output);
+            });
         if !simple {
             return None;
         }
@@ -222,15 +202,7 @@ impl<'c, 'a> Method<'c, 'a> {
         });
         let name = &tool.tool.name;
         let span_name = format!("execute_tool {name}");
-        let call = call(
-            self.checked,
-            sig.receiver,
-            &tool.tool.ident,
-            &self.args,
-            false,
-            Span::call_site(),
-        );
-        let primary = self.as_result(&call);
+        let primary = self.own_call();
         let last = adapters.len() - 1;
         let arms = adapters.iter().enumerate().map(|(i, (via, _))| {
             let pattern = if i == last {
@@ -258,6 +230,32 @@ impl<'c, 'a> Method<'c, 'a> {
                     },
                 )
         }))
+    }
+
+    /// What both one-call bodies ask of the tool itself: sync, through `&self` or no
+    /// receiver, returning a `Result`, with no deadline, label or precheck.
+    fn plain_sync(&self) -> bool {
+        let (tool, sig) = (self.tool, &self.tool.tool.sig);
+        !sig.is_async()
+            && sig.receiver != Receiver::Mut
+            && tool.timeout.is_none()
+            && !self.labelled()
+            && tool.prechecks.is_empty()
+            && super::outcome_fns::names_a_result(&sig.output)
+    }
+
+    /// The tool's own call as a `Result`, for the one-call bodies.
+    fn own_call(&self) -> TokenStream {
+        let tool = self.tool;
+        let call = call(
+            self.checked,
+            tool.tool.sig.receiver,
+            &tool.tool.ident,
+            &self.args,
+            false,
+            Span::call_site(),
+        );
+        self.as_result(&call)
     }
 
     /// A sync adapter's answer, as its tool's: through its signature check where its types

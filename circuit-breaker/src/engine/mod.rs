@@ -55,7 +55,7 @@ use std::sync::Arc;
 
 use crate::clock::Timestamp;
 use crate::event::Event;
-use crate::failure::Failure;
+use crate::failure::{Failure, FailureCategory};
 use crate::freshness::FreshnessTracker;
 use crate::model::breaker::{BreakerRecord, CircuitState, Transition, Verdict as Breaker, Via};
 use crate::model::budget::Budget;
@@ -284,15 +284,7 @@ impl Engine {
         if let Some(window) = self.policy.budget_window() {
             self.budget.expire(now, window);
         }
-        let pending = self.policy.cascade_detection()
-            && may_correlate(
-                tool,
-                failure.category(),
-                &self.records,
-                &self.groups,
-                step,
-                self.policy.cascade_window(),
-            );
+        let pending = self.may_correlate(tool, failure.category(), step);
         // The charge that spends the budget's last failure pauses: an event, `fail`'s.
         let status = self.budget.status();
         if !pending && status.consumed.saturating_add(1) == status.limit {
@@ -307,6 +299,21 @@ impl Engine {
         let transition = self.records[i].fail(Via::Call, settings, now, step, failure);
         debug_assert_eq!(transition, None, "a quiet failure changed its circuit");
         Ok(self.recorded(i))
+    }
+
+    /// Whether a failure of `category` by `tool` at `step` may belong to a systemic event
+    /// (R9.2), when the policy detects them: such a failure is held uncharged (R9.4).
+    #[inline]
+    fn may_correlate(&self, tool: ToolId, category: FailureCategory, step: u64) -> bool {
+        self.policy.cascade_detection()
+            && may_correlate(
+                tool,
+                category,
+                &self.records,
+                &self.groups,
+                step,
+                self.policy.cascade_window(),
+            )
     }
 
     /// Records a failure (R3.3): consecutive failures + 1, last failure kept, budget charged,
@@ -359,16 +366,8 @@ impl Engine {
         // open a circuit that starts an event; a failed probe or a late call on an OPEN tool
         // is charged as usual (R3.2).
         let pending = during_event
-            || (self.policy.cascade_detection()
-                && self.records[i].state == CircuitState::Closed
-                && may_correlate(
-                    tool,
-                    category,
-                    &self.records,
-                    &self.groups,
-                    step,
-                    self.policy.cascade_window(),
-                ));
+            || (self.records[i].state == CircuitState::Closed
+                && self.may_correlate(tool, category, step));
         if let Some(window) = self.policy.budget_window() {
             // Failures that left the window no longer count against this one (B13).
             self.budget.expire(now, window);

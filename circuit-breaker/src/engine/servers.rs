@@ -7,7 +7,6 @@ use crate::clock::Timestamp;
 use crate::event::Event;
 use crate::failure::Failure;
 use crate::model::breaker::{CircuitState, Transition};
-use crate::model::cascade::may_correlate;
 use crate::model::group::{Outage, ServerLine, ServerOutage};
 use crate::model::id::ToolId;
 
@@ -214,16 +213,7 @@ impl Engine {
         };
         let name = self.defs[i].name();
         let during_event = self.cascade.active();
-        let pending = during_event
-            || (self.policy.cascade_detection()
-                && may_correlate(
-                    tool,
-                    failure.category(),
-                    &self.records,
-                    &self.groups,
-                    step,
-                    self.policy.cascade_window(),
-                ));
+        let pending = during_event || self.may_correlate(tool, failure.category(), step);
         let exhausted_now =
             self.budget
                 .charge(name.clone(), failure.clone(), step, now, pending, call_id);
