@@ -315,3 +315,39 @@ fn string_value(literal: &proc_macro2::Literal) -> Option<String> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{ToolArgs, plain_texts};
+    use darling::FromMeta;
+    use darling::ast::NestedMeta;
+
+    /// The plain-strings reading gives what darling gives, escapes and raw strings included;
+    /// anything else is left to darling.
+    #[test]
+    fn plain_strings_read_as_darling_reads_them() {
+        for tokens in [
+            quote::quote!(provides = "a", fallback = "b"),
+            quote::quote!(provides = "a \" b\\", fallback = r"c\d", name = "n",),
+            quote::quote!(fallback = "", provides = "x\ny"),
+        ] {
+            let fast = plain_texts(&tokens).expect("plain strings");
+            let items = NestedMeta::parse_meta_list(tokens).expect("a meta list");
+            let slow = ToolArgs::from_list(&items).expect("darling reads it");
+            let text = |args: &ToolArgs| {
+                [&args.provides, &args.fallback, &args.name]
+                    .map(|v| v.as_ref().map(|v| (**v).clone()))
+            };
+            assert_eq!(text(&fast), text(&slow));
+        }
+        for tokens in [
+            quote::quote!(provides = "a", provides = "b"),
+            quote::quote!(provides = "a", fallback = "b", caches),
+            quote::quote!(provides = 3),
+            quote::quote!(provide = "a"),
+            quote::quote!(provides = "a" fallback = "b"),
+        ] {
+            assert!(plain_texts(&tokens).is_none(), "{tokens}");
+        }
+    }
+}

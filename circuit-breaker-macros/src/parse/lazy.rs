@@ -187,3 +187,42 @@ fn method(input: ParseStream<'_>) -> Option<ImplItemFn> {
         },
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{impl_items, with_bodies, without_bodies};
+    use syn::parse::Parser;
+
+    /// Items whose layout could be mistaken (brace groups in types, items that are not
+    /// methods, a method without a body) read alike with the bodies taken out and whole.
+    #[test]
+    fn items_read_without_their_bodies_as_whole() {
+        let stream = quote::quote! {
+            #![allow(dead_code)]
+            const A: [u8; 1] = { [1] };
+            type F = fn() -> u8;
+            m! { fn not_a_method() {} }
+            m!(y);
+            /// Docs.
+            #[inline]
+            pub(crate) const unsafe extern "C" fn f<const N: usize>(x: u8) -> Foo<{ N }>
+            where
+                T: Into<[u8; { 2 }]>,
+            {
+                x
+            }
+            fn g(&self) {}
+            fn k();
+            async fn h() -> impl Fn() -> u8 { { 1 } }
+        };
+        let (stream_out, bodies) = without_bodies(stream.clone()).expect("laid out as expected");
+        assert_eq!(bodies.len(), 3);
+        let (inner, items) = impl_items.parse2(stream_out).expect("parses");
+        let items = with_bodies(items, bodies).expect("bodies given back");
+        let (whole_inner, whole) = impl_items.parse2(stream).expect("parses whole");
+        let text = |inner: &[syn::Attribute], items: &[syn::ImplItem]| {
+            quote::quote!(#(#inner)* #(#items)*).to_string()
+        };
+        assert_eq!(text(&inner, &items), text(&whole_inner, &whole));
+    }
+}
