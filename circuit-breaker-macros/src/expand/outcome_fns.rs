@@ -17,7 +17,6 @@ use syn::Type;
 use super::runtime::PRIVATE;
 use super::span::{kept, over};
 use crate::check::Checked;
-use crate::parse::nameable;
 
 /// The shared functions of one toolbox: a return type's pair for each type some tool can
 /// share, and each tool's index into them.
@@ -41,10 +40,10 @@ impl OutcomeFns {
             .iter()
             .map(|tool| {
                 let sig = &tool.tool.sig;
-                if !enabled || !sig.generics.params.is_empty() || !shareable(&sig.output) {
+                if !enabled || !sig.generics.params.is_empty() {
                     return None;
                 }
-                let key = sig.output.to_token_stream().to_string();
+                let key = shareable(&sig.output)?;
                 Some(match types.iter().position(|(k, _)| *k == key) {
                     Some(i) => i,
                     None => {
@@ -110,17 +109,26 @@ impl OutcomeFns {
     }
 }
 
-/// Whether `ty` means the same in a function beside the handle: nameable there, and with no
-/// lifetime or reference, whose lifetime would be the method's.
-fn shareable(ty: &Type) -> bool {
+/// Whether `ty` means the same in a function beside the handle: nameable there (as
+/// [`nameable`](crate::parse::nameable) says), and with no lifetime or reference, whose lifetime would be the
+/// method's. Its tokens as text when it does, the key the tools of one type share: the type
+/// is turned into tokens once and walked once, each identifier formatted once.
+fn shareable(ty: &Type) -> Option<String> {
     fn walk(tokens: TokenStream) -> bool {
         tokens.into_iter().all(|t| match t {
             proc_macro2::TokenTree::Punct(p) => p.as_char() != '\'' && p.as_char() != '&',
             proc_macro2::TokenTree::Group(g) => walk(g.stream()),
-            proc_macro2::TokenTree::Ident(_) | proc_macro2::TokenTree::Literal(_) => true,
+            proc_macro2::TokenTree::Ident(i) => {
+                !matches!(i.to_string().as_str(), "Self" | "impl" | "_")
+            }
+            proc_macro2::TokenTree::Literal(_) => true,
         })
     }
-    nameable(ty) && walk(ty.to_token_stream()) && names_a_result(ty)
+    if matches!(ty, Type::Infer(_)) || !names_a_result(ty) {
+        return None;
+    }
+    let tokens = ty.to_token_stream();
+    walk(tokens.clone()).then(|| tokens.to_string())
 }
 
 /// Whether `ty` is written as a `Result` (`Result<T, E>`, `io::Result<T>`): a tool returning

@@ -9,7 +9,7 @@ use darling::util::{Flag, SpannedValue};
 use darling::{Error, FromMeta};
 use std::time::Duration;
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Spacing, Span, TokenStream, TokenTree};
 use syn::spanned::Spanned;
 use syn::{Attribute, Path};
 
@@ -227,6 +227,9 @@ pub fn tool_attribute(attr: &Attribute, errors: &mut Accumulator) -> ToolAttribu
 /// The arguments of one `#[tool(..)]`: all of them when they parse; otherwise the mistakes
 /// are pushed and the arguments that parse on their own are kept, with the keys of the others.
 fn tool_args(tokens: TokenStream, errors: &mut Accumulator) -> (ToolArgs, Vec<String>) {
+    if let Some(args) = plain_texts(&tokens) {
+        return (args, Vec::new());
+    }
     let items = match NestedMeta::parse_meta_list(tokens) {
         Ok(items) => items,
         Err(error) => {
@@ -251,6 +254,100 @@ fn tool_args(tokens: TokenStream, errors: &mut Accumulator) -> (ToolArgs, Vec<St
                 })
                 .collect();
             (ToolArgs::from_list(&good).unwrap_or_default(), failed)
+        }
+    }
+}
+
+/// The commonest `#[tool(..)]`, only `provides`, `fallback` and `name`, each given once as a
+/// plain string: read here as darling would read it, each value spanned at its string.
+/// darling parses the whole list into `syn`'s metas first, the costliest part of reading a
+/// tool in a debug build (a sixth of the macro for 100 tools); any other shape, mistakes
+/// included, is `None` and left to darling, so every message stays its own.
+fn plain_texts(tokens: &TokenStream) -> Option<ToolArgs> {
+    let mut args = ToolArgs::default();
+    let mut trees = tokens.clone().into_iter();
+    loop {
+        let key = match trees.next() {
+            None => return Some(args),
+            Some(TokenTree::Ident(key)) => key,
+            Some(_) => return None,
+        };
+        match trees.next() {
+            Some(TokenTree::Punct(p)) if p.as_char() == '=' && p.spacing() == Spacing::Alone => {}
+            _ => return None,
+        }
+        let Some(TokenTree::Literal(literal)) = trees.next() else {
+            return None;
+        };
+        let text = string_value(&literal)?;
+        let key = key.to_string();
+        let slot = match key.as_str() {
+            "provides" => &mut args.provides,
+            "fallback" => &mut args.fallback,
+            "name" => &mut args.name,
+            _ => return None,
+        };
+        if slot.is_some() {
+            return None;
+        }
+        *slot = Some(SpannedValue::new(text, literal.span()));
+        match trees.next() {
+            None => return Some(args),
+            Some(TokenTree::Punct(p)) if p.as_char() == ',' => {}
+            Some(_) => return None,
+        }
+    }
+}
+
+/// The value of a string literal, as `syn`'s `LitStr::value`; read from its text directly
+/// when it has no escape and no carriage return (the text is formatted once, not again to
+/// unescape it).
+fn string_value(literal: &proc_macro2::Literal) -> Option<String> {
+    let text = literal.to_string();
+    if let Some(inner) = text.strip_prefix('"').and_then(|t| t.strip_suffix('"'))
+        && !inner.contains(['\\', '"', '\r'])
+        && !inner.is_empty()
+    {
+        return Some(inner.to_owned());
+    }
+    match syn::Lit::new(literal.clone()) {
+        syn::Lit::Str(text) => Some(text.value()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ToolArgs, plain_texts};
+    use darling::FromMeta;
+    use darling::ast::NestedMeta;
+
+    /// The plain-strings reading gives what darling gives, escapes and raw strings included;
+    /// anything else is left to darling.
+    #[test]
+    fn plain_strings_read_as_darling_reads_them() {
+        for tokens in [
+            quote::quote!(provides = "a", fallback = "b"),
+            quote::quote!(provides = "a \" b\\", fallback = r"c\d", name = "n",),
+            quote::quote!(fallback = "", provides = "x\ny"),
+        ] {
+            let fast = plain_texts(&tokens).expect("plain strings");
+            let items = NestedMeta::parse_meta_list(tokens).expect("a meta list");
+            let slow = ToolArgs::from_list(&items).expect("darling reads it");
+            let text = |args: &ToolArgs| {
+                [&args.provides, &args.fallback, &args.name]
+                    .map(|v| v.as_ref().map(|v| (**v).clone()))
+            };
+            assert_eq!(text(&fast), text(&slow));
+        }
+        for tokens in [
+            quote::quote!(provides = "a", provides = "b"),
+            quote::quote!(provides = "a", fallback = "b", caches),
+            quote::quote!(provides = 3),
+            quote::quote!(provide = "a"),
+            quote::quote!(provides = "a" fallback = "b"),
+        ] {
+            assert!(plain_texts(&tokens).is_none(), "{tokens}");
         }
     }
 }

@@ -120,7 +120,10 @@ impl Tool {
 pub fn nameable(ty: &Type) -> bool {
     fn walk(tokens: TokenStream) -> bool {
         tokens.into_iter().all(|t| match t {
-            proc_macro2::TokenTree::Ident(i) => i != "Self" && i != "impl" && i != "_",
+            // One text per identifier: each comparison with a `&str` formats it anew.
+            proc_macro2::TokenTree::Ident(i) => {
+                !matches!(i.to_string().as_str(), "Self" | "impl" | "_")
+            }
             proc_macro2::TokenTree::Group(g) => walk(g.stream()),
             proc_macro2::TokenTree::Punct(_) | proc_macro2::TokenTree::Literal(_) => true,
         })
