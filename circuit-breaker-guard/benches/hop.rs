@@ -17,7 +17,7 @@
 //! as the forwarder does) rather than 2026-07-28's discovery; `HOP_GUARD=path` runs another
 //! build of the guard (a copy of an earlier one, to compare builds in interleaved runs) and
 //! `HOP_GUARD_ARGS` gives it more arguments (`--threads 2`); `HOP_FORWARDER_THREADS=1` runs
-//! the plain forwarder on one thread, as the guard by default, rather than on 2 workers.
+//! the plain forwarder on one thread rather than on the guard's default 2 workers.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 

@@ -25,10 +25,9 @@ pub(super) fn child_main(forwarder: bool) {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(3);
-    // The forwarder's runtime: by default a multi-thread one with 2 workers, on which the
-    // guard ran until 2026-12-08 (the baseline of the earlier figures); `HOP_FORWARDER_THREADS=1`
-    // puts it on one thread as the guard's default now is, so that the two differ only in
-    // what they do per call.
+    // The forwarder's runtime: by default the guard's (multi-thread, 2 workers), so that the
+    // two differ only in what they do per call; `HOP_FORWARDER_THREADS=1` puts it on one
+    // thread, to compare with the guard on `--threads 1` (`HOP_GUARD_ARGS`).
     let threads = if forwarder {
         std::env::var(FORWARDER_THREADS)
             .ok()
