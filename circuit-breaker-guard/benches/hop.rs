@@ -15,7 +15,9 @@
 //! and `HOP_WRAP_UPSTREAM` the upstreams they start on their stdio ([`wrapped`]);
 //! `HOP_LIFECYCLE=initialize` has the guard start its upstream with `initialize` (2025-11-25,
 //! as the forwarder does) rather than 2026-07-28's discovery; `HOP_GUARD=path` runs another
-//! build of the guard (a copy of an earlier one, to compare builds in interleaved runs).
+//! build of the guard (a copy of an earlier one, to compare builds in interleaved runs) and
+//! `HOP_GUARD_ARGS` gives it more arguments (`--threads 2`); `HOP_FORWARDER_THREADS=1` runs
+//! the plain forwarder on one thread rather than on the guard's default 2 workers.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -40,6 +42,10 @@ const GUARD: &str = env!("CARGO_BIN_EXE_circuit-breaker-guard");
 /// Another build of the guard to run instead of this one's, e.g. a copy of an earlier build,
 /// to compare two builds in interleaved runs.
 const GUARD_PATH: &str = "HOP_GUARD";
+/// More arguments for the guard, split at spaces (`--threads 2`).
+const GUARD_ARGS: &str = "HOP_GUARD_ARGS";
+/// The forwarder's threads: 1 is a current-thread runtime; default 2 workers.
+const FORWARDER_THREADS: &str = "HOP_FORWARDER_THREADS";
 /// `upstream` or `forwarder`: the part a child plays.
 const ROLE: &str = "HOP_BENCH_ROLE";
 /// How many tools the upstream offers.
@@ -80,8 +86,13 @@ fn main() {
 // ---------------------------------------------------------------------------------------------
 // Starting the paths.
 
-fn guard_path() -> String {
-    std::env::var(GUARD_PATH).unwrap_or_else(|_| GUARD.to_owned())
+/// The guard to run, with `HOP_GUARD_ARGS`, under `HOP_WRAP`.
+fn guard_command() -> Command {
+    let mut command = Command::new(std::env::var(GUARD_PATH).unwrap_or_else(|_| GUARD.to_owned()));
+    if let Ok(args) = std::env::var(GUARD_ARGS) {
+        command.args(args.split_whitespace());
+    }
+    wrapped(PROXY_WRAP, command)
 }
 
 fn self_command(role: &str, tools: usize) -> Command {
@@ -481,7 +492,7 @@ async fn paths(
         Kind::Forwarder,
         over_stdio(wrapped(PROXY_WRAP, self_command("forwarder", tools))).await,
     );
-    let mut guard = wrapped(PROXY_WRAP, Command::new(guard_path()));
+    let mut guard = guard_command();
     guard.arg("--config").arg(guard_config(dir, tools, None));
     add(
         "guard stdio",
@@ -509,7 +520,7 @@ async fn paths(
         Kind::Forwarder,
         over_http(&format!("http://{url}")).await,
     );
-    let mut guard = wrapped(PROXY_WRAP, Command::new(guard_path()));
+    let mut guard = guard_command();
     guard
         .arg("--config")
         .arg(guard_config(dir, tools, None))
@@ -549,7 +560,7 @@ async fn paths(
         Kind::Forwarder,
         over_stdio(command).await,
     );
-    let mut guard = wrapped(PROXY_WRAP, Command::new(guard_path()));
+    let mut guard = guard_command();
     guard
         .arg("--config")
         .arg(guard_config(dir, tools, Some(&upstream_url)));

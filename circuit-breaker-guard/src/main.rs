@@ -52,18 +52,20 @@ OPTIONS:
                         (0: ok, 2: problems)
         --stdio         serve MCP on stdin/stdout (the default unless the config says `serve: http`)
         --http ADDR     serve streamable HTTP on ADDR (e.g. 127.0.0.1:8931)
+        --threads N     run on N threads (default: the config's `runtime.threads`, else 2)
     -h, --help          this text
     -V, --version       the version
 
 Logs and the state table go to stderr; the state table also on SIGUSR1 and at exit.
 ";
 
-const FLAGS: [&str; 9] = [
+const FLAGS: [&str; 10] = [
     "--config",
     "-c",
     "--check",
     "--stdio",
     "--http",
+    "--threads",
     "--help",
     "-h",
     "--version",
@@ -77,6 +79,7 @@ struct Args {
     check: bool,
     stdio: bool,
     http: Option<String>,
+    threads: Option<usize>,
 }
 
 fn parse_args(args: impl Iterator<Item = String>) -> Result<Option<Args>, String> {
@@ -108,6 +111,14 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Option<Args>, String
             "--check" => out.check = true,
             "--stdio" => out.stdio = true,
             "--http" => out.http = Some(value("--http")?),
+            "--threads" => {
+                let text = value("--threads")?;
+                let threads = text
+                    .parse()
+                    .map_err(|_| format!("--threads {text}: not a number of threads"))?;
+                config::check_threads(threads).map_err(|e| format!("--threads: {e}"))?;
+                out.threads = Some(threads);
+            }
             other => {
                 let mut message = format!("unknown argument `{other}`");
                 if let Some(s) = did_you_mean(other, FLAGS) {
@@ -161,11 +172,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let threads = args.threads.unwrap_or(config.runtime.threads);
+    let runtime = match runtime(threads) {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("circuit-breaker-guard: no runtime: {error}");
@@ -179,6 +187,20 @@ fn main() -> ExitCode {
         exporters.shutdown();
     }
     code
+}
+
+/// The async runtime on `threads` threads. One is a current-thread runtime: the tasks, the
+/// I/O driver and the timers all on the thread that runs the guard, so that no hand-off
+/// between rmcp's tasks on a call's way has another thread to wake.
+fn runtime(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = if threads <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder.worker_threads(threads);
+        builder
+    };
+    builder.enable_all().build()
 }
 
 /// The config at `path`, or the report of every problem.
@@ -273,6 +295,11 @@ fn summary(config: &Config) -> String {
         )),
         None => out.push_str("serve: stdio\n"),
     }
+    let threads = config.runtime.threads;
+    out.push_str(&format!(
+        "runtime: {threads} thread{}\n",
+        if threads == 1 { "" } else { "s" }
+    ));
     if let Some(fleet) = &config.fleet {
         out.push_str(&format!(
             "fleet: {} (namespace {})\n",

@@ -15,18 +15,30 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ErrorData, Peer, RoleClient, ServerHandler, ServiceExt as _};
 use serde_json::{Value, json};
 
-use super::{SERVE, TOOLS, UPSTREAM_URL, UPSTREAM_WRAP, self_command, spawn_stdio, wrapped};
+use super::{
+    FORWARDER_THREADS, SERVE, TOOLS, UPSTREAM_URL, UPSTREAM_WRAP, self_command, spawn_stdio,
+    wrapped,
+};
 
 pub(super) fn child_main(forwarder: bool) {
     let tools: usize = std::env::var(TOOLS)
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(3);
-    // The forwarder runs on the runtime the guard runs on, so that the two differ only in
-    // what they do per call.
-    let runtime = if forwarder {
+    // The forwarder's runtime: by default the guard's (multi-thread, 2 workers), so that the
+    // two differ only in what they do per call; `HOP_FORWARDER_THREADS=1` puts it on one
+    // thread, to compare with the guard on `--threads 1` (`HOP_GUARD_ARGS`).
+    let threads = if forwarder {
+        std::env::var(FORWARDER_THREADS)
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(2)
+    } else {
+        1
+    };
+    let runtime = if threads > 1 {
         tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+            .worker_threads(threads)
             .enable_all()
             .build()
     } else {

@@ -1,5 +1,5 @@
 //! The guard's one config file (YAML): upstreams, overlay, policy, health, serving, fleet,
-//! telemetry. Every section is read on its own and every unknown key is reported with the
+//! telemetry, runtime. Every section is read on its own and every unknown key is reported with the
 //! closest known one, so that one run names every problem of a file, each at its line.
 
 use std::collections::BTreeMap;
@@ -16,13 +16,15 @@ use serde_yaml_ng::{Mapping, Value};
 
 use crate::locate::{Seg, line_of};
 
+mod runtime;
 mod telemetry;
+pub use runtime::{Runtime, check_threads};
 #[cfg(feature = "otel")]
 pub use telemetry::Otlp;
 pub use telemetry::{OtlpProtocol, Telemetry};
 
 /// The top-level keys, in the order the docs give them.
-const SECTIONS: [&str; 9] = [
+const SECTIONS: [&str; 10] = [
     "upstreams",
     "overlay",
     "policy",
@@ -31,6 +33,7 @@ const SECTIONS: [&str; 9] = [
     "serve",
     "fleet",
     "telemetry",
+    "runtime",
     "name",
 ];
 
@@ -49,6 +52,7 @@ pub struct Config {
     pub http: Option<Http>,
     pub fleet: Option<Fleet>,
     pub telemetry: Telemetry,
+    pub runtime: Runtime,
 }
 
 /// One upstream MCP server.
@@ -274,6 +278,7 @@ pub fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Config,
     };
     let fleet = get("fleet").map(|v| reader.typed::<Fleet>(v, &[Seg::Key("fleet")], "fleet"));
     let telemetry = telemetry::read(&mut reader, get("telemetry"));
+    let runtime = runtime::read(&mut reader, get("runtime"));
     let name = match get("name") {
         Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
         Some(_) => {
@@ -301,18 +306,21 @@ pub fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Config,
             .sort_by_key(|p| p.line.unwrap_or(usize::MAX));
         return Err(reader.problems);
     }
-    match (policy, health, serve, fleet, telemetry) {
-        (Some(policy), Some(health), Some(serve), fleet, Some(telemetry)) => Ok(Config {
-            name,
-            upstreams,
-            overlay,
-            policy,
-            health,
-            qualify_names,
-            http: serve.http,
-            fleet: fleet.flatten(),
-            telemetry,
-        }),
+    match (policy, health, serve, fleet, telemetry, runtime) {
+        (Some(policy), Some(health), Some(serve), fleet, Some(telemetry), Some(runtime)) => {
+            Ok(Config {
+                name,
+                upstreams,
+                overlay,
+                policy,
+                health,
+                qualify_names,
+                http: serve.http,
+                fleet: fleet.flatten(),
+                telemetry,
+                runtime,
+            })
+        }
         // Each `None` above pushed its problem.
         _ => Err(vec![Problem {
             line: None,

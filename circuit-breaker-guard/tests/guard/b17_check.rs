@@ -64,6 +64,7 @@ policy:
         "{out}"
     );
     assert!(out.contains("serve: stdio"), "{out}");
+    assert!(out.contains("runtime: 2 threads\n"), "{out}");
 }
 
 #[test]
@@ -95,6 +96,8 @@ serv:
   http: { bind: 127.0.0.1:8931 }
 telemetry:
   log: inf
+runtime:
+  thread: 2
 ",
     )
     .unwrap();
@@ -115,13 +118,14 @@ telemetry:
         "line 19: policy.cool_down: invalid type: integer `30`, expected a string",
         "line 20: serv: unknown key `serv`; did you mean `serve`?",
         "line 23: telemetry.log: unknown log level `inf`; did you mean `info`?",
+        "line 25: runtime.thread: unknown key `thread`; did you mean `threads`?",
     ] {
         assert!(
             err.contains(expected),
             "missing: {expected}\n--- stderr\n{err}"
         );
     }
-    assert!(err.contains("10 problems"), "{err}");
+    assert!(err.contains("11 problems"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 
     // Not YAML at all, and no file: one clear line each.
@@ -141,6 +145,9 @@ telemetry:
     let (code, _, err) = run_guard(&["--confg", "x"], Duration::from_secs(20));
     assert_eq!(code, Some(2));
     assert!(err.contains("did you mean `--config`?"), "{err}");
+    let (code, _, err) = run_guard(&["--threads", "0"], Duration::from_secs(20));
+    assert_eq!(code, Some(2));
+    assert!(err.contains("--threads: 0 threads"), "{err}");
 }
 
 #[test]
