@@ -188,6 +188,13 @@ impl History {
         &held[held.len().saturating_sub(RUN_MEMORY)..]
     }
 
+    /// Drops the older half of the failures held (see `recent_failures`).
+    #[cold]
+    #[inline(never)]
+    fn drop_older_half(&mut self) {
+        self.recent_failures.drain(..RUN_MEMORY);
+    }
+
     /// [`run`](Self::run), owned: what a snapshot keeps.
     fn take_run(&mut self) -> Vec<Failure> {
         let older = self.recent_failures.len().saturating_sub(RUN_MEMORY);
@@ -650,13 +657,20 @@ impl BreakerRecord {
     }
 
     /// One more failure in the run: counted, kept among the recent ones, the last.
-    #[inline]
+    // Always inlined, its rare parts (the first failure's history, the run's older half
+    // dropped) out of line: called, it cost a failure more in moving its arguments and
+    // saving registers than in writing.
+    #[inline(always)]
+    #[allow(clippy::inline_always)]
     fn write_down(&mut self, at: Timestamp, step: u64, failure: Failure) {
         self.consecutive_failures = self.consecutive_failures.saturating_add(1);
         self.total_failures = self.total_failures.saturating_add(1);
-        let history = self.history.get_or_insert_with(Box::default);
+        let history = match &mut self.history {
+            Some(history) => history,
+            None => self.history.insert(Box::default()),
+        };
         if history.recent_failures.len() >= 2 * RUN_MEMORY {
-            history.recent_failures.drain(..RUN_MEMORY);
+            history.drop_older_half();
         }
         history.recent_failures.push(failure.clone());
         history.last_failure = Some(FailureMark { at, step, failure });
