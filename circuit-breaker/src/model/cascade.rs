@@ -179,7 +179,15 @@ pub(crate) fn may_correlate(
     category.is_infrastructure()
         && records.iter().zip(0..u32::MAX).any(|(r, i)| {
             r.state() != CircuitState::Closed
-                && partner(tool, ToolId::from_index(i), r, category, groups, step, window)
+                && partner(
+                    tool,
+                    ToolId::from_index(i),
+                    r,
+                    category,
+                    groups,
+                    step,
+                    window,
+                )
         })
 }
 
