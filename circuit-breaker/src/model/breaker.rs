@@ -110,6 +110,10 @@ fn is_zero_u64(n: &u64) -> bool {
 /// How many messages of the current run of failures a breaker keeps for its health summary.
 pub(crate) const RUN_MEMORY: usize = 16;
 
+/// How many failures of the run a breaker holds before it drops all but the last
+/// [`RUN_MEMORY`]: 2 KiB for a tool that keeps failing.
+const RUN_HELD: usize = 4 * RUN_MEMORY;
+
 /// The full state of one tool's breaker (R2.1). Read it through
 /// [`Expeditor::breaker`](crate::Expeditor::breaker); it is also what a snapshot stores.
 ///
@@ -155,8 +159,8 @@ pub(crate) struct History {
     last_failure: Option<FailureMark>,
     last_success: Option<SuccessMark>,
     /// The failures of the current consecutive run: the last [`RUN_MEMORY`] of it are the
-    /// run as read ([`History::run`]). Up to twice that many are held, and the older half goes
-    /// at once, so that a failure moves one earlier failure on average, not fifteen.
+    /// run as read ([`History::run`]). Up to [`RUN_HELD`] are held, and all but the run go
+    /// at once, so that a failure moves a third of an earlier failure on average, not fifteen.
     recent_failures: Vec<Failure>,
     /// When an OPEN circuit's probe is due by time (B13), if the policy has a cool-down.
     due_at: Option<Timestamp>,
@@ -186,6 +190,14 @@ impl History {
     fn run(&self) -> &[Failure] {
         let held = &self.recent_failures;
         &held[held.len().saturating_sub(RUN_MEMORY)..]
+    }
+
+    /// Drops the failures held before the run as read (see `recent_failures`).
+    #[cold]
+    #[inline(never)]
+    fn drop_older(&mut self) {
+        let older = self.recent_failures.len().saturating_sub(RUN_MEMORY);
+        self.recent_failures.drain(..older);
     }
 
     /// [`run`](Self::run), owned: what a snapshot keeps.
@@ -650,13 +662,20 @@ impl BreakerRecord {
     }
 
     /// One more failure in the run: counted, kept among the recent ones, the last.
-    #[inline]
+    // Always inlined, its rare parts (the first failure's history, the run's older failures
+    // dropped) out of line: called, it cost a failure more in moving its arguments and
+    // saving registers than in writing.
+    #[inline(always)]
+    #[allow(clippy::inline_always)]
     fn write_down(&mut self, at: Timestamp, step: u64, failure: Failure) {
         self.consecutive_failures = self.consecutive_failures.saturating_add(1);
         self.total_failures = self.total_failures.saturating_add(1);
-        let history = self.history.get_or_insert_with(Box::default);
-        if history.recent_failures.len() >= 2 * RUN_MEMORY {
-            history.recent_failures.drain(..RUN_MEMORY);
+        let history = match &mut self.history {
+            Some(history) => history,
+            None => self.history.insert(Box::default()),
+        };
+        if history.recent_failures.len() >= RUN_HELD {
+            history.drop_older();
         }
         history.recent_failures.push(failure.clone());
         history.last_failure = Some(FailureMark { at, step, failure });

@@ -110,25 +110,31 @@ impl Dropped {
         self.pending.iter().map(|(_, n)| *n).sum()
     }
 
-    fn count(&mut self, line: &LedgerEntry) {
-        self.lines = self.lines.saturating_add(1);
-        self.latest = self.latest.max(Some(line.at));
-        if line.expired {
-            self.expired = self.expired.saturating_add(1);
-        }
-        if line.event {
-            self.events = self.events.saturating_add(1);
-        }
-        if line.charged {
-            self.charged = self.charged.saturating_add(1);
-        } else if line.systemic {
-            self.systemic = self.systemic.saturating_add(1);
-        } else if line.pending {
-            match self.pending.iter_mut().find(|(t, _)| *t == line.tool) {
-                Some((_, n)) => *n = n.saturating_add(1),
-                None => self.pending.push((line.tool.clone(), 1)),
+    /// Counts `lines`, dropped. The flags are summed without a branch a line: a batch is
+    /// counted on every [`LEDGER_DROP`] failures of a full ledger.
+    fn count(&mut self, lines: &[LedgerEntry]) {
+        let (mut charged, mut systemic, mut events, mut expired) = (0u64, 0u64, 0u64, 0u64);
+        let mut latest = self.latest;
+        for line in lines {
+            latest = latest.max(Some(line.at));
+            expired += u64::from(line.expired);
+            events += u64::from(line.event);
+            charged += u64::from(line.charged);
+            systemic += u64::from(!line.charged && line.systemic);
+            if !line.charged && !line.systemic && line.pending {
+                match self.pending.iter_mut().find(|(t, _)| *t == line.tool) {
+                    Some((_, n)) => *n = n.saturating_add(1),
+                    None => self.pending.push((line.tool.clone(), 1)),
+                }
             }
         }
+        let n = u64::try_from(lines.len()).unwrap_or(u64::MAX);
+        self.lines = self.lines.saturating_add(n);
+        self.latest = latest;
+        self.charged = self.charged.saturating_add(charged);
+        self.systemic = self.systemic.saturating_add(systemic);
+        self.events = self.events.saturating_add(events);
+        self.expired = self.expired.saturating_add(expired);
     }
 
     fn take_pending(&mut self, tool: &str) -> u64 {
@@ -180,7 +186,7 @@ impl Budget {
     fn drop_lines(&mut self) {
         let dropped = &mut self.dropped;
         self.ledger
-            .drop_after(LEDGER_HEAD, LEDGER_DROP, |line| dropped.count(line));
+            .drop_after(LEDGER_HEAD, LEDGER_DROP, |lines| dropped.count(lines));
     }
 
     /// Brings a restored ledger within [`LEDGER_LINES`].

@@ -155,12 +155,8 @@ fn partners<'a>(
         .enumerate()
         .filter_map(|(i, r)| Some((ToolId::from_index(u32::try_from(i).ok()?), r)))
         .filter(move |&(id, r)| {
-            // Tools of one server are one unit: its outage is one event, never a cascade.
-            !groups.same_unit(id, tool)
-                && r.state() != CircuitState::Closed
-                && category_of(r) == Some(category)
-                && r.last_failure()
-                    .is_some_and(|m| m.step.saturating_add(window) >= step)
+            r.state() != CircuitState::Closed
+                && partner(tool, id, r, category, groups, step, window)
         })
         .map(|(id, _)| id)
 }
@@ -178,9 +174,40 @@ pub(crate) fn may_correlate(
     step: u64,
     window: u64,
 ) -> bool {
-    partners(tool, category, records, groups, step, window)
-        .next()
-        .is_some()
+    // One plain pass, the state tested first (most records are CLOSED): this runs on every
+    // failure of a CLOSED tool, `partners`'s adapters cost more than the test itself.
+    category.is_infrastructure()
+        && records.iter().zip(0..u32::MAX).any(|(r, i)| {
+            r.state() != CircuitState::Closed
+                && partner(
+                    tool,
+                    ToolId::from_index(i),
+                    r,
+                    category,
+                    groups,
+                    step,
+                    window,
+                )
+        })
+}
+
+/// Whether the record `r` of `id`, not CLOSED, is a partner of a failure of `category` by
+/// `tool` at `step` (see [`partners`]).
+#[inline]
+fn partner(
+    tool: ToolId,
+    id: ToolId,
+    r: &BreakerRecord,
+    category: FailureCategory,
+    groups: &Groups,
+    step: u64,
+    window: u64,
+) -> bool {
+    // Tools of one server are one unit: its outage is one event, never a cascade.
+    !groups.same_unit(id, tool)
+        && category_of(r) == Some(category)
+        && r.last_failure()
+            .is_some_and(|m| m.step.saturating_add(window) >= step)
 }
 
 impl Cascade {

@@ -95,6 +95,7 @@ pub(crate) struct Outage {
 
 impl Group {
     /// The outage, if `tool` is one of the tools it took down.
+    #[inline]
     pub(crate) fn outage_of(&self, tool: ToolId) -> Option<&Outage> {
         self.outage.as_ref().filter(|o| o.tools.contains(&tool))
     }
@@ -141,6 +142,7 @@ impl Groups {
     }
 
     /// The group index of `tool`, if it is on a server.
+    #[inline]
     pub(crate) fn of(&self, tool: ToolId) -> Option<usize> {
         self.of
             .get(tool.index() as usize)
@@ -150,6 +152,7 @@ impl Groups {
     }
 
     /// The outage that took `tool` down, if one is in force.
+    #[inline]
     pub(crate) fn outage_of(&self, tool: ToolId) -> Option<&Outage> {
         self.groups.get(self.of(tool)?)?.outage_of(tool)
     }

@@ -40,23 +40,16 @@ impl Lines {
         self.start = 0;
     }
 
-    /// Drops up to `n` lines after the first `head`, the oldest first, showing each to
-    /// `count` before it goes.
-    pub(crate) fn drop_after(
-        &mut self,
-        head: usize,
-        n: usize,
-        mut count: impl FnMut(&LedgerEntry),
-    ) {
+    /// Drops up to `n` lines after the first `head`, the oldest first, showing them to
+    /// `count` (in order) before they go.
+    pub(crate) fn drop_after(&mut self, head: usize, n: usize, count: impl FnOnce(&[LedgerEntry])) {
         let head = head.min(self.len());
         let n = n.min(self.len() - head);
         if n == 0 {
             return;
         }
         let start = self.start;
-        self.lines[start + head..start + head + n]
-            .iter()
-            .for_each(&mut count);
+        count(&self.lines[start + head..start + head + n]);
         // The head moves up by `n`, over dropped lines; the lines it leaves are dropped ones.
         let window = &mut self.lines[start..start + head + n];
         if n >= head {
@@ -155,7 +148,7 @@ mod tests {
         let (mut counted, mut drained) = (Vec::new(), Vec::new());
         for step in 0..5_000 {
             if lines.len() >= 256 {
-                lines.drop_after(32, 64, |l| counted.push(l.step));
+                lines.drop_after(32, 64, |l| counted.extend(l.iter().map(|l| l.step)));
                 drained.extend(plain.drain(32..96).map(|l| l.step));
             }
             lines.push(line(step));
