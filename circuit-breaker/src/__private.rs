@@ -164,9 +164,9 @@ pub fn call_direct<T, E>(
 }
 
 /// [`call_direct`]'s refusal, out of line and generic, so it writes the method's answer in
-/// place: inlined, the decision was copied out of `decide`'s answer and the refusal moved
-/// into the `Result` through the caller's stack, each copy a stalled load of what had just
-/// been stored in pieces (perf: a refusal ~41 → ~36 ns).
+/// place: the refusal is built in the answer and never moved, and a subscriber, when one
+/// listens, is told from a refusal of its own. Each move of a refusal just stored in pieces
+/// is a copy whose wide loads stall on those stores (perf).
 #[cold]
 #[inline(never)]
 fn refused<T, E>(
@@ -174,9 +174,13 @@ fn refused<T, E>(
     tool: ToolId,
     decision: &Decision<'_>,
 ) -> Result<Routed<T>, CallError<E>> {
-    let refusal = refuse(expeditor, tool, decision);
-    trace_refusal(&refusal);
-    Err(CallError::Refused(refusal))
+    if crate::telemetry::wanted() {
+        trace_refusal(&refuse(expeditor, tool, decision));
+    }
+    match crate::executor::Refusal::of_decision(expeditor, decision) {
+        Some(refusal) => Err(CallError::Refused(refusal)),
+        None => Err(CallError::Refused(refuse(expeditor, tool, decision))),
+    }
 }
 
 /// The whole guarded call of a sync tool with adapters and no deadline, label or precheck:
