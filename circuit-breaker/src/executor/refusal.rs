@@ -135,6 +135,16 @@ impl Refusal {
     #[allow(clippy::inline_always)]
     pub(crate) fn of_decision(expeditor: &Expeditor, decision: &Decision<'_>) -> Option<Self> {
         match decision {
+            // An OPEN tool's skip, the common refusal, said with its reason as a constant: the
+            // reason copied whole is a wide load over the one byte `decide` stored, which stalls.
+            Decision::Skip(skip) if matches!(skip.reason(), SkipReason::Open) => {
+                Some(Refusal::decided(
+                    expeditor,
+                    skip.tool(),
+                    SkipReason::Open,
+                    Advice::of(&skip.route()),
+                ))
+            }
             Decision::Skip(skip) => Some(Refusal::from_skip(expeditor, skip, &skip.route())),
             Decision::Pause(pause) => Some(Refusal::paused(expeditor, pause.tool(), pause)),
             Decision::Call(_) | Decision::Probe(_) => None,
