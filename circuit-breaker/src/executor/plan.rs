@@ -87,11 +87,9 @@ pub fn plan_direct(expeditor: &Expeditor, tool: impl Into<ToolId>) -> Result<Tic
 /// advice.
 #[cold]
 pub fn refuse(expeditor: &Expeditor, tool: ToolId, decision: &Decision<'_>) -> Refusal {
-    match decision {
-        Decision::Pause(pause) => Refusal::paused(expeditor, tool, pause),
-        Decision::Skip(skip) => Refusal::from_skip(expeditor, skip, &skip.route()),
-        // Only SKIP and PAUSE are refused; a ticket is never turned down here.
-        Decision::Call(_) | Decision::Probe(_) => Refusal::new(
+    // Only SKIP and PAUSE are refused; a ticket is never turned down here.
+    Refusal::of_decision(expeditor, decision).unwrap_or_else(|| {
+        Refusal::new(
             expeditor.tool_name(tool).unwrap_or("?"),
             SkipReason::Open,
             Some(Route::ScopeReduction.taken(expeditor.tool_name(tool).unwrap_or("?"))),
@@ -102,6 +100,6 @@ pub fn refuse(expeditor: &Expeditor, tool: ToolId, decision: &Decision<'_>) -> R
                 instead: "call it through its ticket.".to_owned(),
                 call_id: crate::telemetry::current_call_id_string(),
             },
-        ),
-    }
+        )
+    })
 }

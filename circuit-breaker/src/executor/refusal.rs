@@ -7,7 +7,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::SkipReason;
-use crate::expeditor::{Expeditor, Pause, Skip, ToolId};
+use crate::expeditor::{Decision, Expeditor, Pause, Skip, ToolId};
 use crate::model::route::{AlternativeRoute, Route, RouteTaken};
 use crate::report::ModelNote;
 
@@ -127,6 +127,31 @@ impl Refusal {
         })
     }
 
+    /// The refusal of a SKIP or PAUSE `decision` (a ticket is never refused: `None`), the
+    /// route advised the skip's best. Always inlined, so a caller that returns the refusal
+    /// builds it in its answer's place rather than copying it there (perf: each copy of a
+    /// refusal just stored in pieces is a stalled load).
+    #[inline(always)]
+    #[allow(clippy::inline_always)]
+    pub(crate) fn of_decision(expeditor: &Expeditor, decision: &Decision<'_>) -> Option<Self> {
+        match decision {
+            // An OPEN tool's skip, the common refusal, said with its reason as a constant: the
+            // reason copied whole is a wide load over the one byte `decide` stored, which stalls.
+            Decision::Skip(skip) if matches!(skip.reason(), SkipReason::Open) => {
+                Some(Refusal::decided(
+                    expeditor,
+                    skip.tool(),
+                    SkipReason::Open,
+                    Advice::of(&skip.route()),
+                ))
+            }
+            Decision::Skip(skip) => Some(Refusal::from_skip(expeditor, skip, &skip.route())),
+            Decision::Pause(pause) => Some(Refusal::paused(expeditor, pause.tool(), pause)),
+            Decision::Call(_) | Decision::Probe(_) => None,
+        }
+    }
+
+    #[inline]
     pub(super) fn from_skip(expeditor: &Expeditor, skip: &Skip<'_>, route: &Route<'_>) -> Self {
         Refusal::decided(expeditor, skip.tool(), skip.reason(), Advice::of(route))
     }

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use super::mirror::{OpenCheck, Slot};
+use super::mirror::{Slot, UntimedCheck};
 use super::{Expeditor, Ticket};
 use crate::engine::{PauseReason, SkipReason, Verdict};
 use crate::model::breaker::Via;
@@ -193,27 +193,44 @@ impl Expeditor {
     }
 
     /// Everything but the healthy path: the lock-free rejection of an OPEN tool whose probe is
-    /// not due, then the engine under the lock.
+    /// not due, then the engine under the lock. The rejection is a leaf: the clock, when only
+    /// it can tell, and the engine are tail calls, so a refusal saves no registers (perf).
     #[inline(never)]
     pub(crate) fn decide_rest(&self, tool: ToolId) -> Decision<'_> {
         let Some(slot) = self.inner.mirror.get(tool) else {
             return self.skip(tool, None, SkipReason::UnknownTool);
         };
-        let counted = if self.inner.mirror.halted() {
-            None
-        } else {
-            match slot
-                .hot
-                .check_open(slot.def.settings, self.step(), || self.now())
-            {
-                OpenCheck::Skip => return self.skip(tool, Some(slot), SkipReason::Open),
-                OpenCheck::Slow(counted) => counted,
+        if self.inner.mirror.halted() {
+            return self.decide_slow(tool, slot, None);
+        }
+        match slot.hot.check_open_untimed(slot.def.settings, self.step()) {
+            UntimedCheck::Skip => self.skip(tool, Some(slot), SkipReason::Open),
+            UntimedCheck::Slow(counted) => self.decide_slow(tool, slot, counted),
+            UntimedCheck::Timed { counted, due_at } => {
+                self.decide_timed(tool, slot, counted, due_at)
             }
-        };
-        self.decide_slow(tool, slot, counted)
+        }
+    }
+
+    /// [`decide_rest`](Self::decide_rest) when only the clock can say whether the probe is due.
+    #[cold]
+    #[inline(never)]
+    fn decide_timed<'a>(
+        &'a self,
+        tool: ToolId,
+        slot: &'a Slot,
+        counted: Option<u32>,
+        due_at: u64,
+    ) -> Decision<'a> {
+        if self.now().as_millis() < due_at {
+            self.skip(tool, Some(slot), SkipReason::Open)
+        } else {
+            self.decide_slow(tool, slot, counted)
+        }
     }
 
     #[cold]
+    #[inline(never)]
     fn decide_slow<'a>(
         &'a self,
         tool: ToolId,
