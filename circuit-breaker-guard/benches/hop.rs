@@ -16,8 +16,8 @@
 //! `HOP_LIFECYCLE=initialize` has the guard start its upstream with `initialize` (2025-11-25,
 //! as the forwarder does) rather than 2026-07-28's discovery; `HOP_GUARD=path` runs another
 //! build of the guard (a copy of an earlier one, to compare builds in interleaved runs) and
-//! `HOP_GUARD_ARGS` gives it more arguments (`--threads 2`); `HOP_FORWARDER_THREADS=1` runs
-//! the plain forwarder on one thread rather than on the guard's default 2 workers.
+//! `HOP_GUARD_ARGS` gives it more arguments (`--threads 2`); `HOP_FORWARDER_THREADS=2` runs
+//! the plain forwarder on 2 workers rather than on the guard's default one thread.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -44,7 +44,7 @@ const GUARD: &str = env!("CARGO_BIN_EXE_circuit-breaker-guard");
 const GUARD_PATH: &str = "HOP_GUARD";
 /// More arguments for the guard, split at spaces (`--threads 2`).
 const GUARD_ARGS: &str = "HOP_GUARD_ARGS";
-/// The forwarder's threads: 1 is a current-thread runtime; default 2 workers.
+/// The forwarder's threads: 1 (the default, as the guard's) is a current-thread runtime; N ≥ 2 workers.
 const FORWARDER_THREADS: &str = "HOP_FORWARDER_THREADS";
 /// `upstream` or `forwarder`: the part a child plays.
 const ROLE: &str = "HOP_BENCH_ROLE";

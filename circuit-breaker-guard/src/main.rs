@@ -52,7 +52,7 @@ OPTIONS:
                         (0: ok, 2: problems)
         --stdio         serve MCP on stdin/stdout (the default unless the config says `serve: http`)
         --http ADDR     serve streamable HTTP on ADDR (e.g. 127.0.0.1:8931)
-        --threads N     run on N threads (default: the config's `runtime.threads`, else 2)
+        --threads N     run on N threads (default: the config's `runtime.threads`, else 1)
     -h, --help          this text
     -V, --version       the version
 

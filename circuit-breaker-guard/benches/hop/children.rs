@@ -25,14 +25,14 @@ pub(super) fn child_main(forwarder: bool) {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(3);
-    // The forwarder's runtime: by default the guard's (multi-thread, 2 workers), so that the
-    // two differ only in what they do per call; `HOP_FORWARDER_THREADS=1` puts it on one
-    // thread, to compare with the guard on `--threads 1` (`HOP_GUARD_ARGS`).
+    // The forwarder's runtime: by default the guard's (one thread), so that the two differ
+    // only in what they do per call; `HOP_FORWARDER_THREADS=2` puts it on 2 workers, to
+    // compare with the guard on `--threads 2` (`HOP_GUARD_ARGS`).
     let threads = if forwarder {
         std::env::var(FORWARDER_THREADS)
             .ok()
             .and_then(|n| n.parse().ok())
-            .unwrap_or(2)
+            .unwrap_or(1)
     } else {
         1
     };

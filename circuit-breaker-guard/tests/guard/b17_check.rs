@@ -64,7 +64,7 @@ policy:
         "{out}"
     );
     assert!(out.contains("serve: stdio"), "{out}");
-    assert!(out.contains("runtime: 2 threads\n"), "{out}");
+    assert!(out.contains("runtime: 1 thread\n"), "{out}");
 }
 
 #[test]
