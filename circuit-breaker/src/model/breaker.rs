@@ -202,8 +202,7 @@ impl History {
 
     /// [`run`](Self::run), owned: what a snapshot keeps.
     fn take_run(&mut self) -> Vec<Failure> {
-        let older = self.recent_failures.len().saturating_sub(RUN_MEMORY);
-        self.recent_failures.drain(..older);
+        self.drop_older();
         std::mem::take(&mut self.recent_failures)
     }
 }

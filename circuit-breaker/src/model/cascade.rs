@@ -154,10 +154,7 @@ fn partners<'a>(
         .take(looked_at)
         .enumerate()
         .filter_map(|(i, r)| Some((ToolId::from_index(u32::try_from(i).ok()?), r)))
-        .filter(move |&(id, r)| {
-            r.state() != CircuitState::Closed
-                && partner(tool, id, r, category, groups, step, window)
-        })
+        .filter(move |&(id, r)| partner(tool, id, r, category, groups, step, window))
         .map(|(id, _)| id)
 }
 
@@ -178,21 +175,20 @@ pub(crate) fn may_correlate(
     // failure of a CLOSED tool, `partners`'s adapters cost more than the test itself.
     category.is_infrastructure()
         && records.iter().zip(0..u32::MAX).any(|(r, i)| {
-            r.state() != CircuitState::Closed
-                && partner(
-                    tool,
-                    ToolId::from_index(i),
-                    r,
-                    category,
-                    groups,
-                    step,
-                    window,
-                )
+            partner(
+                tool,
+                ToolId::from_index(i),
+                r,
+                category,
+                groups,
+                step,
+                window,
+            )
         })
 }
 
-/// Whether the record `r` of `id`, not CLOSED, is a partner of a failure of `category` by
-/// `tool` at `step` (see [`partners`]).
+/// Whether the record `r` of `id` is a partner of a failure of `category` by `tool` at
+/// `step` (see [`partners`]): its state first, as most records are CLOSED.
 #[inline]
 fn partner(
     tool: ToolId,
@@ -204,7 +200,8 @@ fn partner(
     window: u64,
 ) -> bool {
     // Tools of one server are one unit: its outage is one event, never a cascade.
-    !groups.same_unit(id, tool)
+    r.state() != CircuitState::Closed
+        && !groups.same_unit(id, tool)
         && category_of(r) == Some(category)
         && r.last_failure()
             .is_some_and(|m| m.step.saturating_add(window) >= step)
